@@ -1,0 +1,5 @@
+"""`python -m api` runs the jido-kg command."""
+
+from api.cli import main
+
+main()

@@ -1,0 +1,122 @@
+"""The one JSON error shape and the one place kg errors become HTTP statuses."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+from kg.errors import (
+    AuthenticationError,
+    ConflictError,
+    KgError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    QueryTimeoutError,
+    StoreError,
+    StoreUnavailableError,
+    ValidationError,
+)
+
+__all__ = [
+    "MethodNotAllowedError",
+    "NotAcceptableError",
+    "UnsupportedMediaTypeError",
+    "error_response",
+    "register_error_handlers",
+    "status_for",
+]
+
+log = logging.getLogger(__name__)
+
+
+class NotAcceptableError(KgError):
+    """No representation the client accepts (HTTP 406)."""
+
+    code = "not_acceptable"
+
+
+class UnsupportedMediaTypeError(KgError):
+    """A request body in a media type the route does not take (HTTP 415)."""
+
+    code = "unsupported_media_type"
+
+
+class MethodNotAllowedError(KgError):
+    """An HTTP method the route does not take (HTTP 405)."""
+
+    code = "method_not_allowed"
+
+
+# Most specific first: the first class in an error's MRO found here decides its status.
+_STATUS: dict[type[KgError], int] = {
+    NotAcceptableError: 406,
+    UnsupportedMediaTypeError: 415,
+    MethodNotAllowedError: 405,
+    ValidationError: 400,
+    AuthenticationError: 401,
+    PermissionDeniedError: 403,
+    NotFoundError: 404,
+    ConflictError: 409,
+    PayloadTooLargeError: 413,
+    QueryTimeoutError: 504,
+    StoreUnavailableError: 503,
+    StoreError: 500,
+    KgError: 500,
+}
+
+
+def status_for(error: KgError) -> int:
+    """Return the HTTP status of a kg error."""
+    for cls in type(error).__mro__:
+        if cls in _STATUS:
+            return _STATUS[cls]
+    return 500
+
+
+def error_response(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> Response:
+    """Build the JSON error body `{"error": {status, code, message, details}}`."""
+    response = jsonify(
+        {"error": {"status": status, "code": code, "message": message, "details": details or {}}}
+    )
+    response.status_code = status
+    return response
+
+
+def _http_code(exc: HTTPException) -> str:
+    name = (exc.name or "error").lower().replace(" ", "_").replace("-", "_")
+    return name.replace("'", "")
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Make every error, ours or Werkzeug's, leave in the one JSON shape."""
+
+    @app.errorhandler(KgError)
+    def _kg_error(exc: KgError) -> Response:
+        status = status_for(exc)
+        if status >= 500:
+            log.error("%s: %s", type(exc).__name__, exc.message)
+        response = error_response(status, exc.code, exc.message, exc.details)
+        if isinstance(exc, AuthenticationError):
+            response.headers["WWW-Authenticate"] = 'Bearer realm="jido-kg"'
+        return response
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> Response:
+        status = exc.code or 500
+        response = error_response(status, _http_code(exc), exc.description or exc.name)
+        if status == 405 and exc.response is None:
+            allowed = getattr(exc, "valid_methods", None)
+            if allowed:
+                response.headers["Allow"] = ", ".join(allowed)
+        return response
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> Response:
+        log.exception("unhandled error")
+        return error_response(500, "internal_error", "an unexpected error occurred")

@@ -1,0 +1,59 @@
+"""Runs the app under waitress: one process (the store has one writer), many threads."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+from waitress.server import create_server
+
+from api.app import create_app
+from kg.settings import Settings
+from kg.store import Store, open_store
+
+__all__ = ["WORKER_STACK_BYTES", "serve"]
+
+log = logging.getLogger("jido_kg.server")
+
+# pyoxigraph parses recursively on the calling thread's stack; a large reserved stack (virtual
+# memory, not resident) keeps deep but legal queries from overflowing it. The nesting guard in
+# kg.store.guard rejects the pathological ones before they reach the parser.
+WORKER_STACK_BYTES = 256 * 1024 * 1024
+
+
+def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
+    """Open the store, build the app and serve until SIGINT/SIGTERM, then flush and close."""
+    threading.stack_size(WORKER_STACK_BYTES)
+    store: Store = open_store(settings)
+    try:
+        app = create_app(settings, store=store)
+        server = create_server(
+            app,
+            host=settings.host,
+            port=settings.port,
+            threads=settings.threads,
+            ident="jido-kg",
+            clear_untrusted_proxy_headers=True,
+        )
+
+        def _stop(signum: int, frame: FrameType | None) -> None:
+            server.close()
+
+        signal.signal(signal.SIGTERM, _stop)
+        where = settings.store if settings.in_memory else str(settings.store_path)
+        host, port = server.effective_host, server.effective_port  # type: ignore[union-attr]
+        print(f"jido-kg serving http://{host}:{port}/ (store: {where})", file=sys.stderr)
+        sys.stderr.flush()
+        if ready is not None:
+            ready.set()
+        try:
+            server.run()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.close()
+    finally:
+        store.close()

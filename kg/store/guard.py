@@ -1,0 +1,71 @@
+"""Cheap checks on SPARQL text that must run before pyoxigraph parses it."""
+
+from __future__ import annotations
+
+from kg.errors import ValidationError
+
+__all__ = ["DEFAULT_MAX_NESTING", "NestingTooDeepError", "check_nesting"]
+
+# pyoxigraph's recursive parser overflows a normal thread stack near 5,000 nested groups and
+# kills the whole process (a segfault, not an exception); real queries stay far below this.
+DEFAULT_MAX_NESTING = 256
+
+_OPEN = frozenset("{([")
+_CLOSE = frozenset("})]")
+
+
+class NestingTooDeepError(ValidationError):
+    """A query or update nested deeper than the server accepts."""
+
+    code = "nesting_too_deep"
+
+
+def check_nesting(text: str, *, limit: int = DEFAULT_MAX_NESTING) -> None:
+    """Raise NestingTooDeepError if brackets (outside strings, IRIs, comments) nest past `limit`."""
+    depth = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in _OPEN:
+            depth += 1
+            if depth > limit:
+                raise NestingTooDeepError(
+                    f"the SPARQL text nests groups more than {limit} levels deep",
+                    details={"limit": limit},
+                )
+        elif c in _CLOSE:
+            depth -= 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif c == "<":
+            # An IRI has no spaces; a '<' followed by a space is the less-than operator.
+            end = i + 1
+            while end < n and text[end] not in "> \t\r\n":
+                end += 1
+            if end < n and text[end] == ">":
+                i = end
+        elif c in "\"'":
+            i = _skip_string(text, i)
+        i += 1
+
+
+def _skip_string(text: str, start: int) -> int:
+    """Return the index of the last character of the string literal starting at `start`."""
+    quote = text[start]
+    long = text.startswith(quote * 3, start)
+    delimiter = quote * 3 if long else quote
+    i = start + len(delimiter)
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if text.startswith(delimiter, i):
+            return i + len(delimiter) - 1
+        if not long and c in "\r\n":
+            return i
+        i += 1
+    return n
