@@ -6,11 +6,10 @@ import re
 
 from pyoxigraph import NamedNode
 
-from kg.errors import ValidationError
 from kg.namespaces import GRAPH
+from kg.terms import validate_identifier
 
 __all__ = [
-    "IDENTIFIER_RE",
     "SYSTEM_KNOWLEDGE",
     "codebase",
     "conversation_history",
@@ -18,28 +17,14 @@ __all__ = [
     "project_graphs",
     "project_of_graph",
     "sessions",
-    "validate_identifier",
 ]
-
-# Session, project and agent ids share one rule (MISSION §2): safe in IRIs and file names.
-IDENTIFIER_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 SYSTEM_KNOWLEDGE = GRAPH["system-knowledge"]
 _PROJECT_GRAPH_RE = re.compile(re.escape(str(GRAPH)) + r"project/([A-Za-z0-9_-]{1,128})/[a-z-]+")
 
 
-def validate_identifier(value: object, *, what: str = "identifier") -> str:
-    """Return `value` if it is a valid session/project/agent id, else raise ValidationError."""
-    if not isinstance(value, str) or IDENTIFIER_RE.fullmatch(value) is None:
-        raise ValidationError(
-            f"invalid {what} {value!r}: use 1-128 characters from A-Z a-z 0-9 _ -",
-            details={"field": what, "value": repr(value)[:200]},
-        )
-    return value
-
-
 def _project_graph(project: str, kind: str) -> NamedNode:
-    return GRAPH[f"project/{validate_identifier(project, what='project id')}/{kind}"]
+    return GRAPH[f"project/{validate_identifier(project, name='project id')}/{kind}"]
 
 
 def long_term(project: str) -> NamedNode:
