@@ -24,6 +24,10 @@ log = logging.getLogger("jido_kg.server")
 WORKER_STACK_BYTES = 256 * 1024 * 1024
 
 
+class _Shutdown(Exception):
+    """Raised by the SIGTERM handler to leave the serving loop."""
+
+
 def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
     """Open the store, build the app and serve until SIGINT/SIGTERM, then flush and close."""
     threading.stack_size(WORKER_STACK_BYTES)
@@ -40,7 +44,9 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
         )
 
         def _stop(signum: int, frame: FrameType | None) -> None:
-            server.close()
+            # Closing sockets under waitress's select() breaks the loop with EBADF; unwinding it
+            # with an exception lets the finally-blocks close the server and flush the store.
+            raise _Shutdown
 
         signal.signal(signal.SIGTERM, _stop)
         where = settings.store if settings.in_memory else str(settings.store_path)
@@ -51,7 +57,7 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
             ready.set()
         try:
             server.run()
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, _Shutdown):
             pass
         finally:
             server.close()

@@ -119,3 +119,13 @@ def test_port_in_use_is_explained(live_server: RunningServer, tmp_path: Path) ->
     r = run("serve", "--store", str(tmp_path / "other"), "--port", str(live_server.port),
             timeout=30)
     assert r.returncode != 0 and "already in use" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_sigterm_stops_the_server_cleanly_and_releases_the_store(
+    live_server: RunningServer,
+) -> None:
+    live_server.process.terminate()
+    _, err = live_server.process.communicate(timeout=15)
+    assert live_server.process.returncode == 0, err.decode()
+    assert b"Traceback" not in err
+    assert count(live_server.store_dir) > 0  # the lock is released and the ontology is there
