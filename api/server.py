@@ -24,8 +24,8 @@ log = logging.getLogger("jido_kg.server")
 WORKER_STACK_BYTES = 256 * 1024 * 1024
 
 
-class _Shutdown(Exception):
-    """Raised by the SIGTERM handler to leave the serving loop."""
+class _Shutdown(KeyboardInterrupt):
+    """Raised by the SIGTERM handler; a KeyboardInterrupt so waitress handlers never swallow it."""
 
 
 def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
@@ -57,7 +57,7 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
             ready.set()
         try:
             server.run()
-        except (KeyboardInterrupt, _Shutdown):
+        except KeyboardInterrupt:
             pass
         finally:
             server.close()
