@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions
 
-from kg.errors import QuerySyntaxError, StoreLockedError
+from kg.errors import QuerySyntaxError, StoreLockedError, ValidationError
 from kg.graphs import SYSTEM_KNOWLEDGE
 from kg.resources import ontology_path
 from kg.store import EmbeddedStore, Store
@@ -99,3 +99,9 @@ def test_a_new_ontology_version_replaces_the_old(tmp_path: Path) -> None:
         predicate=NamedNode("http://www.w3.org/2002/07/owl#versionInfo"), graph=SYSTEM_KNOWLEDGE)}
     assert versions == {"1.0.1"}
     assert len(list(s.quads(graph=SYSTEM_KNOWLEDGE))) == len(ontology_quads(changed))
+
+
+def test_unprojected_substitution_is_a_validation_error() -> None:
+    with pytest.raises(ValidationError, match="projection"):
+        EmbeddedStore(None).query("SELECT ?o WHERE { ?s ?p ?o }",
+                                  substitutions={"s": NamedNode("https://example.org/s")})

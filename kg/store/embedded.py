@@ -67,6 +67,9 @@ class EmbeddedStore:
             )
         except SyntaxError as exc:
             raise QuerySyntaxError(f"malformed SPARQL query: {exc.msg}") from None
+        except RuntimeError as exc:
+            # pyoxigraph reports misuse such as a substituted variable that is not projected.
+            raise ValidationError(f"the query cannot be evaluated: {exc}") from None
         except OSError as exc:
             raise StoreError(f"the store failed while querying: {exc}") from None
 
