@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from kg.errors import ValidationError
 
 __all__ = ["DEFAULT_MAX_NESTING", "NestingTooDeepError", "check_nesting"]
@@ -22,6 +24,26 @@ class NestingTooDeepError(ValidationError):
 
 def check_nesting(text: str, *, limit: int = DEFAULT_MAX_NESTING) -> None:
     """Raise NestingTooDeepError if brackets (outside strings, IRIs, comments) nest past `limit`."""
+    # The library runs the same few query files all the time: remember their depth.
+    depth = _cached_depth(text, limit) if len(text) <= _CACHEABLE else _max_depth(text, limit)
+    if depth > limit:
+        raise NestingTooDeepError(
+            f"the SPARQL text nests groups more than {limit} levels deep",
+            details={"limit": limit},
+        )
+
+
+_CACHEABLE = 16_384
+
+
+@lru_cache(maxsize=512)
+def _cached_depth(text: str, limit: int) -> int:
+    return _max_depth(text, limit)
+
+
+def _max_depth(text: str, limit: int) -> int:
+    """Return the deepest bracket nesting, stopping early once it passes `limit`."""
+    deepest = 0
     depth = 0
     i = 0
     n = len(text)
@@ -29,11 +51,10 @@ def check_nesting(text: str, *, limit: int = DEFAULT_MAX_NESTING) -> None:
         c = text[i]
         if c in _OPEN:
             depth += 1
-            if depth > limit:
-                raise NestingTooDeepError(
-                    f"the SPARQL text nests groups more than {limit} levels deep",
-                    details={"limit": limit},
-                )
+            if depth > deepest:
+                deepest = depth
+                if deepest > limit:
+                    return deepest
         elif c in _CLOSE:
             depth -= 1
         elif c == "#":
@@ -49,6 +70,7 @@ def check_nesting(text: str, *, limit: int = DEFAULT_MAX_NESTING) -> None:
         elif c in "\"'":
             i = _skip_string(text, i)
         i += 1
+    return deepest
 
 
 def _skip_string(text: str, start: int) -> int:
