@@ -1,4 +1,4 @@
-"""The `jido-kg` command: serve, load, dump, backup, check-ontology."""
+"""The `jido-kg` command: serve, load, dump, backup, restore, check-ontology."""
 
 from __future__ import annotations
 
@@ -158,6 +158,62 @@ def backup(target: Path, store: str | None) -> None:
     click.echo(f"backup written to {target}", err=True)
 
 
+@cli.command()
+@click.argument("backup_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--store", "store", required=True, type=click.Path(path_type=Path),
+              help="Store directory to restore into.")
+@click.option("--force", is_flag=True, help="Replace a store that already holds data.")
+def restore(backup_dir: Path, store: Path, force: bool) -> None:
+    """Restore the backup BACKUP_DIR into the store directory --store.
+
+    The copy is made beside the target, opened to prove it is a store, and only then renamed
+    into place, so an interrupted restore never leaves a half-copied store behind.
+    """
+    import shutil
+    import tempfile
+
+    from kg.store import EmbeddedStore
+
+    occupied = store.exists() and any(store.iterdir())
+    if occupied and not force:
+        raise ValidationError(f"{store} already holds a store; pass --force to replace it")
+    if occupied:
+        EmbeddedStore(store).close()  # raises StoreLockedError while a server holds it
+    store.parent.mkdir(parents=True, exist_ok=True)
+    # Same parent directory: the final rename stays on one filesystem and is atomic.
+    staging = Path(tempfile.mkdtemp(prefix=f".{store.name}.restore-", dir=store.parent))
+    try:
+        copy = staging / "store"
+        shutil.copytree(backup_dir, copy)
+        restored = EmbeddedStore(copy)
+        quads = len(restored)
+        restored.close()
+        old = staging / "old"
+        if store.exists():
+            store.rename(old)
+        copy.rename(store)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    click.echo(f"restored {quads} quads from {backup_dir} into {store}", err=True)
+
+
+@cli.command()
+@click.option("--store", "store", help=_STORE_HELP)
+@click.option("--project", default="default", show_default=True,
+              help="Project the tools read and write.")
+@click.option("--agent", default=None, help="Agent id recorded on memories written.")
+def mcp(store: str | None, project: str, agent: str | None) -> None:
+    """Serve the memory tools over MCP on stdin/stdout (for Claude Desktop, IDEs, agents)."""
+    from kg.mcp_server import run_stdio
+    from kg.memory_service import MemoryService
+
+    service = MemoryService.open(_settings(store=store))
+    try:
+        run_stdio(service, project=project, agent=agent)
+    finally:
+        service.close()
+
+
 @cli.command("check-ontology")
 @click.argument("extra", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
 def check_ontology(extra: tuple[Path, ...]) -> None:
@@ -168,6 +224,77 @@ def check_ontology(extra: tuple[Path, ...]) -> None:
     click.echo(report.summary())
     if not report.ok:
         raise SystemExit(1)
+
+
+_REMOTE_OPTIONS = [
+    click.option("--query-url", help="SPARQL query URL [env KG_REMOTE_QUERY_URL]."),
+    click.option("--update-url", help="SPARQL update URL [env KG_REMOTE_UPDATE_URL]."),
+    click.option("--graph-store-url", help="Graph Store URL [env KG_REMOTE_GRAPH_STORE_URL]."),
+    click.option("--dialect", type=click.Choice(["oxigraph", "virtuoso", "generic"]),
+                 help="Server quirks to absorb [env KG_REMOTE_DIALECT; default generic]."),
+    click.option("--batch-size", type=int, default=5_000, show_default=True,
+                 help="Quads per write request."),
+]
+
+
+def _with_remote_options(command: Any) -> Any:
+    for option in reversed(_REMOTE_OPTIONS):
+        command = option(command)
+    return command
+
+
+def _migration_stores(store: str | None, query_url: str | None, update_url: str | None,
+                      graph_store_url: str | None, dialect: str | None) -> tuple[Any, Any]:
+    from kg.store.remote import RemoteStore
+
+    settings = _settings(store=store, remote_query_url=query_url, remote_update_url=update_url,
+                         remote_graph_store_url=graph_store_url, remote_dialect=dialect)
+    remote = RemoteStore.from_settings(settings)
+    local = open_store(_settings(store=store, backend="embedded"))
+    return local, remote
+
+
+@cli.group()
+def migrate() -> None:
+    """Copy a whole store between the embedded backend and a remote SPARQL 1.1 server."""
+
+
+@migrate.command("to-remote")
+@click.option("--store", "store", help=_STORE_HELP)
+@_with_remote_options
+def migrate_to_remote(store: str | None, query_url: str | None, update_url: str | None,
+                      graph_store_url: str | None, dialect: str | None,
+                      batch_size: int) -> None:
+    """Copy every graph of the embedded store to the remote server, in batches."""
+    from kg.store.migration import copy_store
+
+    local, remote = _migration_stores(store, query_url, update_url, graph_store_url, dialect)
+    try:
+        report = copy_store(local, remote, batch_size=batch_size)
+    finally:
+        local.close()
+        remote.close()
+    click.echo(f"copied {report.total} quads in {len(report.quads)} graph(s) to "
+               f"{remote.query_url}", err=True)
+
+
+@migrate.command("from-remote")
+@click.option("--store", "store", help=_STORE_HELP)
+@_with_remote_options
+def migrate_from_remote(store: str | None, query_url: str | None, update_url: str | None,
+                        graph_store_url: str | None, dialect: str | None,
+                        batch_size: int) -> None:
+    """Copy every graph of the remote server into the embedded store, in batches."""
+    from kg.store.migration import copy_store
+
+    local, remote = _migration_stores(store, query_url, update_url, graph_store_url, dialect)
+    try:
+        report = copy_store(remote, local, batch_size=batch_size)
+    finally:
+        local.close()
+        remote.close()
+    click.echo(f"copied {report.total} quads in {len(report.quads)} graph(s) from "
+               f"{remote.query_url}", err=True)
 
 
 def main() -> None:
@@ -183,3 +310,5 @@ def main() -> None:
     except KgError as exc:
         click.echo(f"error: {exc.message}", err=True)
         raise SystemExit(2) from None
+from api.cli_bench import bench  # noqa: E402, I001
+cli.add_command(bench)

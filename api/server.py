@@ -11,6 +11,7 @@ from types import FrameType
 from waitress.server import create_server
 
 from api.app import create_app
+from api.services import close_app
 from kg.settings import Settings
 from kg.store import Store, open_store
 
@@ -41,6 +42,11 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
             threads=settings.threads,
             ident="jido-kg",
             clear_untrusted_proxy_headers=True,
+            # Refuse oversized bodies while reading them instead of buffering them first.
+            max_request_body_size=settings.max_body_bytes,
+            # A long GET query must reach the app (for a JSON 400/414), not die in waitress
+            # with a plain-text 431; 2 MiB still bounds what one request can hold.
+            max_request_header_size=2 * 1024 * 1024,
         )
 
         def _stop(signum: int, frame: FrameType | None) -> None:
@@ -61,5 +67,6 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
             pass
         finally:
             server.close()
+            close_app(app)
     finally:
         store.close()

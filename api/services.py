@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from flask import current_app
 
@@ -10,7 +11,7 @@ from kg.settings import Settings
 from kg.store import Store
 from kg.system_knowledge import OntologyDocument
 
-__all__ = ["Services", "services"]
+__all__ = ["Services", "close_app", "services"]
 
 _KEY = "jido_kg"
 
@@ -22,6 +23,7 @@ class Services:
     settings: Settings
     store: Store
     ontology: OntologyDocument
+    closers: list[Callable[[], None]] = field(default_factory=list)
 
     def install(self, app: object) -> None:
         """Attach these services to a Flask app."""
@@ -33,3 +35,11 @@ def services() -> Services:
     found = current_app.extensions[_KEY]
     assert isinstance(found, Services)
     return found
+
+
+def close_app(app: object) -> None:
+    """Run the app's closers (newest first): flush background work before the store closes."""
+    found = app.extensions.get(_KEY)  # type: ignore[attr-defined]
+    if isinstance(found, Services):
+        while found.closers:
+            found.closers.pop()()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["MEMORY_STORE", "Settings"]
@@ -27,6 +28,107 @@ class Settings(BaseSettings):
     base_url: str = Field(
         default="",
         description="Public base URL of the service, if behind a proxy (used in links).",
+    )
+
+    # --- recall (kg/recall): where the keyword/embedding index lives ---------------------------
+    index: str = Field(
+        default="",
+        description=(
+            "SQLite file of the recall index; '' puts it beside the store as "
+            "'<store dir>.recall.sqlite' (in memory for a ':memory:' store)."
+        ),
+    )
+
+    # --- SPARQL endpoint and graph store (api/sparql.py, api/graph_store.py, api/auth.py) -----
+    tokens: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "Bearer tokens as JSON {token: role}; role is 'read', 'write' or 'admin', optionally "
+            "'@project' for a project-scoped token (e.g. {\"s3cret\": \"read@acme\"})."
+        ),
+    )
+    anonymous_read: bool = Field(
+        default=True, description="Allow queries and graph reads without a token."
+    )
+    max_body_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024, description="Largest request body accepted (413)."
+    )
+    max_result_rows: int = Field(
+        default=1_000_000, ge=1, description="Largest SELECT/CONSTRUCT result served (rows)."
+    )
+    query_timeout: float = Field(
+        default=30.0, gt=0, description="Default time limit of one query or update (seconds)."
+    )
+    max_query_timeout: float = Field(
+        default=300.0, gt=0, description="Upper bound of the per-request 'timeout' parameter."
+    )
+    max_runaway_queries: int = Field(
+        default=2, ge=1, le=64,
+        description="Timed-out queries still running (uncancellable) before new ones get 503.",
+    )
+    cors_origins: list[str] = Field(
+        default_factory=list, description="Origins allowed by CORS ('*' for any); [] = no CORS."
+    )
+    fetch_allowlist: list[str] = Field(
+        default_factory=list,
+        description="IRI prefixes non-admins may reach with SERVICE or LOAD ([] = none).",
+    )
+
+    # --- store backend (kg/store/remote.py): an external SPARQL 1.1 server instead --------------
+    # backend "embedded" (default) uses `store`; "remote" talks SPARQL 1.1 Query/Update/Graph Store.
+    backend: Literal["embedded", "remote"] = Field(
+        default="embedded", description="'embedded' (pyoxigraph on disk) or 'remote' (SPARQL)."
+    )
+    remote_query_url: str = Field(default="", description="SPARQL query endpoint URL.")
+    remote_update_url: str = Field(default="", description="SPARQL update URL ('' = query URL).")
+    remote_graph_store_url: str = Field(
+        default="", description="Graph Store Protocol URL ('' = use SPARQL queries instead)."
+    )
+    remote_dialect: Literal["oxigraph", "virtuoso", "generic"] = Field(
+        default="generic", description="Server quirks to absorb: oxigraph, virtuoso or generic."
+    )
+    remote_default_graph: str = Field(
+        default="", description="IRI standing for the default graph on servers without one."
+    )
+    remote_username: str = Field(default="", description="HTTP basic auth user ('' = none).")
+    remote_password: SecretStr | None = Field(default=None, description="HTTP basic password.")
+    remote_token: SecretStr | None = Field(default=None, description="HTTP bearer token.")
+    remote_timeout: float = Field(
+        default=10.0, gt=0, description="Deadline of one remote call, retries included (s)."
+    )
+    remote_connect_timeout: float = Field(default=2.0, gt=0, description="TCP connect limit (s).")
+    remote_retries: int = Field(
+        default=2, ge=0, le=10, description="Retries of reads (never writes) on a failure."
+    )
+    remote_backoff: float = Field(
+        default=0.1, ge=0, description="First retry pause (s); it doubles with each retry."
+    )
+
+    # --- backups (api/admin.py): where POST /admin/backup writes ------------------------------
+    backup_dir: str = Field(
+        default="",
+        description="Directory of backups taken while serving; '' = '<store dir>.backups'.",
+    )
+
+    # --- long-term memory and promotion (kg/longterm) -----------------------------------------
+    promotion_interval: float = Field(
+        default=30.0, gt=0, description="Seconds between periodic promotion runs."
+    )
+    promotion_threshold: float = Field(
+        default=0.6, ge=0, le=1, description="Lowest importance a candidate needs to be promoted."
+    )
+    promotion_max_per_run: int = Field(
+        default=20, ge=1, description="Most memories one promotion run writes."
+    )
+    default_project: str = Field(
+        default="default", pattern=r"^[A-Za-z0-9_-]{1,128}$",
+        description="Project of sessions started without one.",
+    )
+    access_flush_every: int = Field(
+        default=100, ge=1, description="Recalls counted in memory before they are written."
+    )
+    access_flush_interval: float = Field(
+        default=5.0, gt=0, description="Seconds after which counted recalls are written anyway."
     )
 
     @property

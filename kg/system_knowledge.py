@@ -86,6 +86,7 @@ class OntologyDocument:
         self._triples = [q.triple for q in pyoxigraph.parse(path=str(self.path))]
         self._cache: dict[RdfFormat, bytes] = {}
         self._lock = threading.Lock()
+        self._header: dict[str, str] | None = None
 
     def __len__(self) -> int:
         return len(self._triples)
@@ -102,6 +103,11 @@ class OntologyDocument:
 
     def header(self) -> dict[str, str]:
         """Return the owl:Ontology header fields (title, version, description, license)."""
+        if self._header is None:
+            self._header = self._read_header()
+        return dict(self._header)
+
+    def _read_header(self) -> dict[str, str]:
         store = pyoxigraph.Store()
         store.extend(Quad(t.subject, t.predicate, t.object) for t in self._triples)
         rows = store.query(query_text("ontology_header"))

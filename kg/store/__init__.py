@@ -11,6 +11,10 @@ __all__ = ["EmbeddedStore", "GraphName", "QueryResult", "Store", "Term", "open_s
 
 def open_store(settings: Settings) -> Store:
     """Open the store the settings name (the embedded on-disk store by default)."""
+    if settings.backend == "remote":
+        from kg.store.remote import RemoteStore
+
+        return RemoteStore.from_settings(settings)
     path = settings.store_path
     if path is not None:
         path.mkdir(parents=True, exist_ok=True)
