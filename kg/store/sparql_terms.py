@@ -8,8 +8,9 @@ of the query pattern, which is how pyoxigraph seeds substituted variables too.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad, Triple
@@ -17,13 +18,15 @@ from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad, Triple
 from kg.errors import ValidationError
 from kg.store.base import GraphName, Term
 
-__all__ = ["bind_values", "data_update", "graph_text", "query_form", "term_text"]
+__all__ = ["bind_values", "data_update", "graph_text", "query_form", "scope_graphs", "term_json",
+           "term_text"]
 
 _VARNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_:\-]*")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _AS = re.compile(r"\bAS\s*\Z", re.IGNORECASE)
 _FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
+_XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 
 
 def term_text(term: Term) -> str:
@@ -40,6 +43,24 @@ def term_text(term: Term) -> str:
             "(in SPARQL text a blank-node label is a fresh variable)"
         )
     raise ValidationError(f"not an RDF term: {term!r}")
+
+
+def term_json(term: Term) -> dict[str, object]:
+    """Serialise a term as a SPARQL 1.1 JSON results binding (blank nodes cannot be named)."""
+    if isinstance(term, NamedNode):
+        return {"type": "uri", "value": term.value}
+    if isinstance(term, Literal):
+        value: dict[str, object] = {"type": "literal", "value": term.value}
+        if term.language:
+            value["xml:lang"] = term.language
+        elif term.datatype.value != _XSD_STRING:
+            value["datatype"] = term.datatype.value
+        return value
+    if isinstance(term, Triple):
+        return {"type": "triple", "value": {"subject": term_json(term.subject),
+                                            "predicate": term_json(term.predicate),
+                                            "object": term_json(term.object)}}
+    return {"type": "bnode", "value": term_text(term)}  # term_text raises for blank nodes
 
 
 def graph_text(graph: GraphName) -> str:
@@ -191,6 +212,112 @@ def _outline(text: str) -> _Outline:
             i = word_match.end() - 1
         i += 1
     return out
+
+
+def scope_graphs(sparql: str, hidden: Sequence[NamedNode], *, update: bool = False) -> str:
+    """Rewrite `GRAPH` patterns for a server whose GRAPH needs help (Virtuoso).
+
+    `GRAPH ?g { P }` becomes `{ GRAPH ?g { P } FILTER(?g NOT IN (hidden…)) }` and
+    `GRAPH <c> { P }` becomes `{ VALUES ?__kg_gN { <c> } GRAPH ?__kg_gN { P } }`: the same
+    solutions, minus the hidden graphs. In an update only WHERE patterns are rewritten
+    (`DELETE WHERE { T }` is spelled `DELETE { T } WHERE { T }` first).
+    """
+    names = itertools.count(1)
+    if not update:
+        return _scope(sparql, 0, len(sparql), hidden, names)
+    outline = _outline(sparql)
+    parts: list[str] = []
+    done = 0
+    for start, end in outline.groups:
+        before = [(p, w) for p, w in outline.words if p < start]
+        if not before or before[-1][1] != "WHERE":
+            continue
+        pattern = _scope(sparql, start, end + 1, hidden, names)
+        where = before[-1][0]
+        if len(before) >= 2 and before[-2][1] == "DELETE" and \
+                not any(before[-2][0] < g < where for g, _ in outline.groups):
+            parts.append(sparql[done:where] + sparql[start:end + 1] + " WHERE " + pattern)
+        else:
+            parts.append(sparql[done:start] + pattern)
+        done = end + 1
+    return "".join(parts) + sparql[done:]
+
+
+def _scope(text: str, start: int, end: int, hidden: Sequence[NamedNode],
+           names: Iterator[int]) -> str:
+    out: list[str] = []
+    done = i = start
+    while i < end:
+        skipped = _skip_token(text, i)
+        if skipped != i:
+            i = skipped + 1
+            continue
+        word = _WORD.match(text, i) if text[i].isalpha() else None
+        if word is None or (i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_:")):
+            i += 1
+            continue
+        i = word.end()
+        if word.group(0).upper() != "GRAPH":
+            continue
+        term = _GRAPH_TERM.match(text, i)
+        if term is None:
+            continue
+        open_at = term.end() - 1
+        close_at = _matching_brace(text, open_at, end)
+        if close_at < 0:
+            continue
+        body = _scope(text, open_at, close_at + 1, hidden, names)
+        name = term.group(1)
+        if name[0] in "?$":
+            excluded = ", ".join(str(g) for g in hidden)
+            wrapped = f"{{ GRAPH {name} {body} FILTER({name} NOT IN ({excluded})) }}" \
+                if hidden else f"GRAPH {name} {body}"
+        else:
+            var = f"?__kg_g{next(names)}"
+            wrapped = f"{{ VALUES {var} {{ {name} }} GRAPH {var} {body} }}"
+        out.append(text[done:word.start()] + wrapped)
+        done = i = close_at + 1
+    return "".join(out) + text[done:end]
+
+
+# What follows GRAPH in a pattern: a variable, an IRI or a prefixed name, then the group.
+_GRAPH_TERM = re.compile(
+    r"\s*([?$][A-Za-z0-9_]+|<[^<>\"{}|^`\\\s]*>|[A-Za-z0-9_\-.]*:[^\s{}]*)\s*\{")
+
+
+def _skip_token(text: str, i: int) -> int:
+    """Return the last index of a comment, string, IRI or variable starting at `i`, else `i`."""
+    c = text[i]
+    if c == "#":
+        found = text.find("\n", i)
+        return len(text) - 1 if found < 0 else found
+    if c in "\"'":
+        return _skip_string(text, i)
+    if c == "<":
+        iri = re.match(r"<[^<>\"{}|^`\\\s]*>", text[i:])
+        return i + iri.end() - 1 if iri else i
+    if c in "?$":
+        name = _NAME.match(text, i + 1)
+        return name.end() - 1 if name else i
+    return i
+
+
+def _matching_brace(text: str, open_at: int, end: int) -> int:
+    depth = 0
+    i = open_at
+    while i < end:
+        skipped = _skip_token(text, i)
+        if skipped != i:
+            i = skipped + 1
+            continue
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
 
 
 def _skip_string(text: str, start: int) -> int:
