@@ -12,7 +12,7 @@ from kg.namespaces import DATA, GRAPH, JIDO, OWL, PROV, RDF, RDFS, XSD
 __all__ = ["STATIC_DIR", "YASGUI_FILES", "blueprint"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
-# Copied from tools/node/node_modules/@zazuko/yasgui/build by `make yasgui` (git-ignored).
+# Copied from tools/node/node_modules/@zazuko/yasgui/build by `make node-deps` (git-ignored).
 YASGUI_FILES = ("yasgui/yasgui.min.js", "yasgui/yasgui.min.css")
 
 blueprint = Blueprint("ui", __name__)

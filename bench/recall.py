@@ -1,0 +1,214 @@
+"""Recall speed at scale: hybrid recall vs a CONTAINS scan, and the query helpers.
+
+`python -m bench.recall [N]` generates N memories (default 1,000,000) over 100 projects as
+N-Quads, bulk-loads them into an on-disk store, builds the recall index from the store, then
+times each scenario and prints one row per metric (median and p95 over `repeats` passes).
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph
+from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
+
+from kg.graphs import long_term
+from kg.longterm import LongTermMemory
+from kg.longterm.triples import content_key, memory_quads
+from kg.memory import Memory, memory_iri
+from kg.namespaces import JIDO
+from kg.recall import KeywordIndex, QueryHelpers, RecallEngine, wordllama_embedder
+from kg.resources import query_text
+from kg.store import EmbeddedStore
+from kg.terms import MemoryType, SourceType
+
+__all__ = ["generate", "run"]
+
+PROJECTS = 100
+SESSION_SIZE = 50
+QUERIES = 100
+_TYPES = list(MemoryType)
+_START = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def _vocabulary(rng: random.Random, size: int = 20_000) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = {"".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(size)}
+    return sorted(words)
+
+
+_SKIP = 50  # content words only: the top ranks of natural text are stop words, dropped anyway
+
+
+def _zipf(rng: random.Random, words: list[str], count: int) -> list[str]:
+    # Zipf (s = 1) over ranks _SKIP..len: P(rank r) ∝ 1/r, sampled as r = _SKIP·(len/_SKIP)^u.
+    top = len(words) / _SKIP
+    return [words[min(int(_SKIP * top ** rng.random()) - _SKIP, len(words) - 1)]
+            for _ in range(count)]
+
+
+def generate(path: Path, n: int, *, seed: int = 7) -> list[str]:
+    """Write n memories (with decision/error/lesson links) as N-Quads; return the vocabulary."""
+    rng = random.Random(seed)
+    words = _vocabulary(rng)
+    rng.shuffle(words)
+    with open(path, "wb") as out:
+        batch: list[Quad] = []
+        for i in range(n):
+            project = f"proj{i % PROJECTS}"
+            local = i // PROJECTS
+            graph = long_term(project)
+            kind = _TYPES[rng.randrange(len(_TYPES))]
+            at = _START + timedelta(minutes=local)
+            memory = Memory(
+                id=f"m{i}", project=project, session=f"{project}-s{local // SESSION_SIZE}",
+                type=kind, content=" ".join(_zipf(rng, words, rng.randint(8, 16))),
+                confidence=round(rng.uniform(0.3, 1.0), 2), source_type=SourceType.AGENT,
+                timestamp=at, recorded_at=at,
+            )
+            batch += memory_quads(memory, key=content_key(memory.content, kind), graph=graph)
+            batch += _links(rng, memory, i, graph)
+            if len(batch) > 200_000:
+                pyoxigraph.serialize(batch, out, RdfFormat.N_QUADS)
+                batch = []
+        pyoxigraph.serialize(batch, out, RdfFormat.N_QUADS)
+    return words
+
+
+def _links(rng: random.Random, memory: Memory, i: int, graph: NamedNode) -> list[Quad]:
+    s, earlier = memory.iri, memory_iri(f"m{max(i - PROJECTS * rng.randint(1, 20), i % PROJECTS)}")
+    links = []
+    if memory.type in (MemoryType.DECISION, MemoryType.ARCHITECTURAL_DECISION):
+        links.append(Quad(s, JIDO["hasAlternative"], earlier, graph))
+        links.append(Quad(s, JIDO["selectedAlternative"], earlier, graph))
+    if memory.type in (MemoryType.ERROR, MemoryType.BUG):
+        module = NamedNode(f"https://jido.ai/data/module/{memory.project}-mod{i % 50}")
+        links += [Quad(s, JIDO["affectsModule"], module, graph),
+                  Quad(module, JIDO["moduleName"], Literal(f"mod{i % 50}"), graph)]
+        links.append(Quad(s, JIDO["producedLesson"], earlier, graph))
+    if rng.random() < 0.2 and earlier != s:
+        links.append(Quad(s, JIDO["relatedTo"], earlier, graph))
+    return links
+
+
+def _timed(calls: Iterator[Callable[[], object]], repeats: int) -> tuple[float, float]:
+    jobs = list(calls)
+    samples = []
+    for _ in range(repeats):
+        for job in jobs:
+            start = time.perf_counter()
+            job()
+            samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.95) - 1]
+
+
+def _row(scenario: str, metric: str, median: float, p95: float, unit: str,
+         target: str, ok: bool | None) -> dict[str, Any]:
+    return {"scenario": scenario, "metric": metric, "median": round(median, 3),
+            "p95": round(p95, 3), "unit": unit, "target": target, "ok": ok}
+
+
+def run(repeats: int = 5, n: int = 1_000_000) -> list[dict[str, Any]]:
+    """Build an n-memory store and its index, then time recall, the scan and the helpers."""
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
+        folder = Path(tmp)
+        started = time.perf_counter()
+        words = generate(folder / "memories.nq", n)
+        generated = time.perf_counter() - started
+        store = EmbeddedStore(folder / "store")
+        started = time.perf_counter()
+        store.bulk_load(path=folder / "memories.nq", format=RdfFormat.N_QUADS)
+        loaded = time.perf_counter() - started
+        index = KeywordIndex(folder / "store.recall.sqlite", embedder=wordllama_embedder())
+        memory = LongTermMemory(store, listeners=[index])
+        engine = RecallEngine(store, memory, index=index)
+        started = time.perf_counter()
+        engine.ensure_index(progress=True)
+        indexed = time.perf_counter() - started
+        rows += [_row("setup", f"generate {n:,} memories", generated, generated, "s", "", None),
+                 _row("setup", "bulk load", loaded, loaded, "s", "", None),
+                 _row("setup", "build recall index from store", indexed, indexed, "s", "", None)]
+        rng = random.Random(11)
+        queries = [(f"proj{rng.randrange(PROJECTS)}",
+                    " ".join(_zipf(rng, words, rng.randint(2, 5)))) for _ in range(QUERIES)]
+        helpers = QueryHelpers(engine)
+        for mode in ("hybrid", "text"):
+            med, p95 = _timed((lambda p=p, q=q, m=mode: engine.recall(p, q, mode=m, limit=10)
+                               for p, q in queries), repeats)
+            ok = med <= 5 and p95 <= 20 if mode == "hybrid" else None
+            rows.append(_row(f"recall {mode} limit 10", "latency", med, p95, "ms",
+                             "p50 ≤ 5, p95 ≤ 20" if mode == "hybrid" else "", ok))
+        scan = query_text("contains_scan")
+        med_scan, p95_scan = _timed((lambda p=p, q=q: list(store.query(  # type: ignore[call-overload]
+            scan, substitutions={"needle": Literal(q.split()[0])},
+            default_graph=[long_term(p)])) for p, q in queries), 1)
+        rows.append(_row("CONTAINS scan (one project)", "latency", med_scan, p95_scan, "ms", "",
+                         None))
+        hybrid = next(r for r in rows if r["scenario"] == "recall hybrid limit 10")
+        rows.append(_row("CONTAINS scan / hybrid recall", "ratio",
+                         med_scan / max(hybrid["median"], 1e-9), p95_scan / max(hybrid["p95"],
+                                                                                   1e-9),
+                         "x", "", None))
+        rows += _helper_rows(helpers, queries, n, repeats)
+        memory.close()
+        index.close()
+        store.close()
+    return rows
+
+
+def _helper_rows(helpers: QueryHelpers, queries: list[tuple[str, str]], n: int,
+                 repeats: int) -> list[dict[str, Any]]:
+    rng = random.Random(5)
+    some = [f"m{rng.randrange(n)}" for _ in range(20)]
+    cases: dict[str, list[Callable[[], object]]] = {
+        "facts_about": [lambda p=p, q=q: helpers.facts_about(p, q.split()[0])
+                        for p, q in queries[:20]],
+        "decisions_in_order": [lambda p=p: helpers.decisions_in_order(p, limit=20)
+                               for p, _ in queries[:20]],
+        "related_memories": [lambda m=m: helpers.related_memories(
+            f"proj{int(m[1:]) % PROJECTS}", m, depth=2, limit=20) for m in some],
+        "project_conventions": [lambda p=p: helpers.project_conventions(p, limit=20)
+                                for p, _ in queries[:20]],
+        "errors_for_module": [lambda p=p, i=i: helpers.errors_for_module(p, f"mod{i % 50}")
+                              for i, (p, _) in enumerate(queries[:20])],
+        "decisions_with_alternatives": [lambda p=p: helpers.decisions_with_alternatives(
+            p, limit=20) for p, _ in queries[:20]],
+        "lessons_for_error": [lambda m=m: helpers.lessons_for_error(
+            f"proj{int(m[1:]) % PROJECTS}", m) for m in some],
+        "session_memories": [lambda p=p: helpers.session_memories(p, f"{p}-s3")
+                             for p, _ in queries[:20]],
+        "recent_memories": [lambda p=p: helpers.recent_memories(p, limit=20)
+                            for p, _ in queries[:20]],
+    }
+    rows = []
+    for name, calls in cases.items():
+        med, p95 = _timed(iter(calls), repeats)
+        rows.append(_row(f"helper {name}", "latency", med, p95, "ms", "p95 ≤ 10", p95 <= 10))
+    return rows
+
+
+def main() -> None:
+    """Run with N from the command line (default 1,000,000) and print the rows."""
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    started = time.perf_counter()
+    rows = run(n=n)
+    print(f"n={n:,}  total {time.perf_counter() - started:.0f} s  "
+          f"{datetime.now(UTC):%Y-%m-%d}")
+    print(f"{'scenario':<38}{'metric':<32}{'median':>10}{'p95':>10} unit  target  ok")
+    for r in rows:
+        print(f"{r['scenario']:<38}{r['metric']:<32}{r['median']:>10}{r['p95']:>10} "
+              f"{r['unit']:<5} {r['target']}  {'' if r['ok'] is None else r['ok']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+"""Ranked recall: keyword index + optional embeddings fused with graph signals (RecallEngine)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from pyoxigraph import Literal, QuerySolutions
+from tqdm import tqdm
+
+from kg.errors import ValidationError
+from kg.memory import Memory
+from kg.recall.embedding import Embedder
+from kg.recall.fusion import FusionWeights, Scored, fuse
+from kg.recall.index_search import Candidate, Filters, IndexSearch
+from kg.recall.keyword_index import IndexFingerprint, KeywordIndex
+from kg.recall.memory_record import epoch
+from kg.recall.query_text import query_tokens, validate_query
+from kg.resources import query_text
+from kg.settings import MEMORY_STORE, Settings
+from kg.store import Store
+from kg.terms import MemoryType, parse_term, validate_confidence, validate_identifier
+
+__all__ = ["MODES", "MemorySource", "RecallEngine", "RecallHit", "index_location"]
+
+MODES = ("text", "semantic", "hybrid")
+MAX_LIMIT = 50
+KEYWORD_CANDIDATES = 200  # BM25 candidates a hybrid recall reranks with cosine
+SEMANTIC_CANDIDATES = 50  # embedding-only candidates added in hybrid mode …
+SEMANTIC_SCAN_LIMIT = 20_000  # … when the project is small enough to scan its matrix (~1 ms)
+
+
+class MemorySource(Protocol):
+    """What recall needs from long-term memory (LongTermMemory provides it)."""
+
+    def iter_memories(self, project: str | None = None) -> Iterator[Memory]:
+        """Every memory, retired ones included (the index rebuilds from this)."""
+        ...
+
+    def note_recalled(self, memory_ids: Sequence[str], *, project: str | None = None) -> None:
+        """Count one access for each recalled memory (accessCount, lastAccessed)."""
+        ...
+
+    def flush(self) -> int:
+        """Write pending access counts to the store now."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    """One recalled memory, its score and the signals behind it."""
+
+    memory: Memory
+    score: float
+    keyword: float  # BM25 scaled to [0, 1] by the best candidate
+    semantic: float  # cosine similarity of the embeddings (0 without an embedder)
+    recency: float
+    frequency: float
+    salience: float
+
+
+def index_location(settings: Settings) -> Path | None:
+    """Where the index lives: KG_INDEX, else `<store dir>.recall.sqlite`; None = in memory."""
+    if settings.index:
+        return None if settings.index == MEMORY_STORE else Path(settings.index)
+    if settings.store_path is None:
+        return None
+    return settings.store_path.parent / (settings.store_path.name + ".recall.sqlite")
+
+
+class RecallEngine:
+    """Recall over one store's long-term memories; register `.listener` with the writer."""
+
+    def __init__(
+        self,
+        store: Store,
+        memories: MemorySource,
+        *,
+        index: KeywordIndex | None = None,
+        weights: FusionWeights | None = None,
+        record_access: bool = True,
+    ) -> None:
+        self.store = store
+        self.memories = memories
+        self.index = index if index is not None else KeywordIndex(None)
+        self.search = IndexSearch(self.index)
+        self.weights = weights or FusionWeights()
+        self.record_access = record_access
+
+    @property
+    def listener(self) -> KeywordIndex:
+        """The MemoryListener to register with LongTermMemory to keep the index in step."""
+        return self.index
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder of the index, if any."""
+        return self.index.embedder
+
+    def recall(
+        self,
+        project: str,
+        query: str,
+        *,
+        types: Sequence[MemoryType | str] | None = None,
+        min_confidence: float = 0.5,
+        limit: int = 10,
+        mode: str = "hybrid",
+        as_of: datetime | None = None,
+    ) -> list[RecallHit]:
+        """Return up to `limit` memories of `project` best matching `query`, best first."""
+        filters = Filters(
+            project=validate_identifier(project, name="project id"),
+            at=epoch(as_of) if as_of is not None else datetime.now(UTC).timestamp(),
+            types=_types(types),
+            min_confidence=validate_confidence(min_confidence),
+        )
+        validate_query(query)
+        _check_limit(limit)
+        if mode not in MODES:
+            raise ValidationError(
+                f"unknown recall mode {mode!r}; expected one of: {', '.join(MODES)}",
+                details={"field": "mode", "value": repr(mode)[:100]},
+            )
+        if mode == "semantic" and self.embedder is None:
+            raise ValidationError("semantic recall needs an embedder; this index has none")
+        scored = self._rank(filters, query, mode=mode, now=datetime.now(UTC).timestamp())
+        top = scored[:limit]
+        records = self.search.records([s.candidate.seq for s in top])
+        hits = [
+            RecallHit(records[s.candidate.seq], s.score, s.keyword, s.semantic, s.recency,
+                      s.frequency, s.salience)
+            for s in top if s.candidate.seq in records
+        ]
+        if self.record_access and hits:
+            self.memories.note_recalled([h.memory.id for h in hits], project=filters.project)
+        return hits
+
+    def _rank(self, filters: Filters, query: str, *, mode: str, now: float) -> list[Scored]:
+        candidates: list[Candidate] = []
+        if mode != "semantic":
+            candidates = self.search.keyword(
+                filters, query_tokens(query), limit=KEYWORD_CANDIDATES)
+        cosines: dict[int, float] = {}
+        if self.embedder is not None and mode != "text":
+            vector = self.embedder.embed([query])[0].astype(np.float32)
+            vector /= max(float(np.linalg.norm(vector)), 1e-12)
+            extra = self._semantic(filters, vector, mode=mode)
+            known = {c.seq for c in candidates}
+            candidates.extend(c for c in extra if c.seq not in known)
+            stored = self.search.vectors([c.seq for c in candidates])
+            cosines = {seq: float(code.astype(np.float32) @ vector) / 127.0
+                       for seq, code in stored.items()}
+        return fuse(candidates, cosines, now=now, weights=self.weights)
+
+    def _semantic(self, filters: Filters, vector: np.ndarray, *, mode: str) -> list[Candidate]:
+        seqs, codes = self.search.matrix(filters.project)
+        if mode == "hybrid" and len(seqs) > SEMANTIC_SCAN_LIMIT:
+            return []  # large project: hybrid reranks the keyword candidates only
+        scores = np.concatenate([
+            codes[i:i + 65536].astype(np.float32) @ vector for i in range(0, len(seqs), 65536)
+        ]) if len(seqs) else np.zeros(0, dtype=np.float32)
+        want = SEMANTIC_CANDIDATES if mode == "hybrid" else 1000
+        top = np.argsort(-scores)[:want] if len(scores) <= want else (
+            np.argpartition(-scores, want)[:want])
+        top = top[np.argsort(-scores[top])]
+        return self.search.matching(filters, [int(s) for s in seqs[top]])
+
+    # --- keeping the index in step with the store ---------------------------------------------
+    def store_fingerprint(self) -> IndexFingerprint:
+        """The fingerprint of the store's long-term memories (queries/index_marker.rq)."""
+        result = self.store.query(query_text("index_marker"))
+        assert isinstance(result, QuerySolutions)
+        row = next(iter(result))
+
+        def value(name: str) -> object:
+            term = row[name]
+            return term.value if isinstance(term, Literal) else None
+
+        def moment(name: str) -> float | None:
+            text = value(name)
+            return epoch(datetime.fromisoformat(str(text))) if text is not None else None
+
+        return IndexFingerprint(
+            count=int(str(value("count") or 0)), latest_recorded=moment("latestRecorded"),
+            retired=int(str(value("retiredCount") or 0)), latest_retired=moment("latestRetired"),
+            access_total=int(float(str(value("accessTotal") or 0))),
+        )
+
+    def is_index_current(self) -> bool:
+        """True if the index has this code's schema and the store's fingerprint."""
+        return self.index.is_compatible() and _same(self.index.fingerprint(),
+                                                    self.store_fingerprint())
+
+    def ensure_index(self, *, progress: bool = True) -> bool:
+        """Rebuild the index from the store if it is missing or out of date; True if rebuilt."""
+        self.memories.flush()  # pending access counts would make the fingerprints differ
+        if self.is_index_current():
+            return False
+        self.rebuild_index(progress=progress)
+        return True
+
+    def rebuild_index(self, *, progress: bool = True) -> int:
+        """Rebuild the whole index from `iter_memories()` (the store is the truth)."""
+        total = self.store_fingerprint().count
+        bar = tqdm(total=total, desc="recall index", unit="memory", disable=not progress or None,
+                   file=sys.stderr)
+        done = 0
+        with bar:
+            for done in self.index.rebuild(self.memories.iter_memories()):
+                bar.update(done - bar.n)
+        self.search = IndexSearch(self.index)
+        return done
+
+
+def _same(a: IndexFingerprint, b: IndexFingerprint) -> bool:
+    def close(x: float | None, y: float | None) -> bool:
+        return (x is None) == (y is None) and (x is None or abs(x - (y or 0.0)) < 0.002)
+
+    return (
+        (a.count, a.retired, a.access_total) == (b.count, b.retired, b.access_total)
+        and close(a.latest_recorded, b.latest_recorded)
+        and (a.retired == 0 or close(a.latest_retired, b.latest_retired))
+    )
+
+
+def _types(types: Sequence[MemoryType | str] | None) -> tuple[str, ...] | None:
+    if types is None:
+        return None
+    if isinstance(types, str):
+        types = [types]
+    return tuple(sorted({parse_term(MemoryType, t).value for t in types}))
+
+
+def _check_limit(limit: object) -> None:
+    if type(limit) is not int or not 1 <= limit <= MAX_LIMIT:
+        raise ValidationError(
+            f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}",
+            details={"field": "limit", "value": repr(limit)[:100]},
+        )

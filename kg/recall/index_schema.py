@@ -1,0 +1,48 @@
+"""The SQLite schema of the recall index and the SQL of its fingerprint."""
+
+from __future__ import annotations
+
+__all__ = ["SCHEMA", "SCHEMA_VERSION", "fingerprint_sql"]
+
+# Bump when the tables or the indexed text change: an older file is then rebuilt from the store.
+SCHEMA_VERSION = "3"
+
+# `memory` holds everything filtering and ranking need, so recall never reads the store per
+# candidate; `record` is the whole Memory as JSON for the hits. `memory_text` is the FTS5 table
+# (rowid = memory.seq): `scope` is an opaque project token, `body` the memory's own text,
+# `context` the text of its neighbours in the same session (weighted lower by bm25()).
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memory (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    project TEXT NOT NULL,
+    session TEXT NOT NULL,
+    type TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    timestamp REAL NOT NULL,
+    recorded_at REAL NOT NULL,
+    retired_at REAL,
+    valid_from REAL,
+    valid_until REAL,
+    access_count INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    record TEXT NOT NULL,
+    embedding BLOB
+);
+CREATE INDEX IF NOT EXISTS memory_order
+    ON memory (project, session, timestamp, recorded_at, seq);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_text USING fts5 (
+    scope, body, context, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+"""
+
+_FINGERPRINT = """
+SELECT COUNT(*), MAX(recorded_at), COUNT(retired_at), MAX(retired_at), SUM(access_count)
+FROM memory
+"""
+
+
+def fingerprint_sql() -> str:
+    """SQL giving (count, latest recorded, retired count, latest retired, access total)."""
+    return _FINGERPRINT

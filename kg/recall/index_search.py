@@ -1,0 +1,150 @@
+"""Reading the recall index: keyword and embedding candidates, filtered in SQL, and hit records."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from kg.memory import Memory
+from kg.recall.keyword_index import KeywordIndex
+from kg.recall.memory_record import memory_from_json
+from kg.recall.query_text import match_expression, scope_token
+
+__all__ = ["Candidate", "Filters", "IndexSearch"]
+
+_FILTER = (
+    "m.project = ? AND m.recorded_at <= ? AND (m.retired_at IS NULL OR m.retired_at > ?)"
+    " AND (m.valid_from IS NULL OR m.valid_from <= ?)"
+    " AND (m.valid_until IS NULL OR m.valid_until > ?) AND m.confidence >= ?"
+)
+_COLUMNS = "m.seq, m.confidence, m.timestamp, m.access_count, m.type"
+# bm25() weights per FTS column: scope (a filter only), body, neighbours' context.
+_BM25 = "bm25(memory_text, 0.0, 1.0, 0.5)"
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What a recall may return: one project, a moment, optional types, a confidence floor."""
+
+    project: str
+    at: float  # epoch seconds of the view wanted (now, unless as_of)
+    types: tuple[str, ...] | None = None
+    min_confidence: float = 0.0
+    include_retired: bool = False  # keep memories retired before `at` (include_superseded)
+
+    def sql(self) -> tuple[str, list[object]]:
+        """A WHERE fragment over alias `m`, with every value as a parameter."""
+        params: list[object] = [self.project, self.at, self.at, self.at, self.at,
+                                self.min_confidence]
+        text = _FILTER if not self.include_retired else _FILTER.replace(
+            "(m.retired_at IS NULL OR m.retired_at > ?)", "(? IS NOT NULL)")
+        if self.types is not None:
+            text += " AND m.type IN (" + ",".join("?" * len(self.types)) + ")"
+            params.extend(self.types)
+        return text, params
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One memory that passed the filters, with what ranking needs (no store access)."""
+
+    seq: int
+    confidence: float
+    timestamp: float
+    access_count: int
+    type: str
+    bm25: float = 0.0  # positive, larger is better; 0 for embedding-only candidates
+
+
+class IndexSearch:
+    """Queries over a KeywordIndex; the per-project int8 matrix is cached until it changes."""
+
+    def __init__(self, index: KeywordIndex) -> None:
+        self.index = index
+        self._matrices: dict[str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int8]]] = {}
+
+    def keyword(self, filters: Filters, tokens: list[str], *, limit: int,
+                all_words: bool = False) -> list[Candidate]:
+        """The best `limit` BM25 matches of `tokens` (any, or all) among filtered memories."""
+        where, params = filters.sql()
+        # all_words is the "facts about a topic" test: every word in the memory's own text.
+        match = match_expression(tokens, scope=scope_token(filters.project),
+                                 operator="AND" if all_words else "OR", context=not all_words)
+        sql = (
+            f"SELECT {_COLUMNS}, -{_BM25} AS score FROM memory_text"
+            f" JOIN memory m ON m.seq = memory_text.rowid"
+            f" WHERE memory_text MATCH ? AND {where} ORDER BY score DESC LIMIT ?"
+        )
+        with self.index.lock:
+            rows = self.index.db.execute(sql, (match, *params, limit)).fetchall()
+        return [Candidate(r[0], r[1], r[2], r[3], r[4], bm25=float(r[5])) for r in rows]
+
+    def matching(self, filters: Filters, seqs: Sequence[int]) -> list[Candidate]:
+        """The candidates among `seqs` that pass `filters`, in the order given."""
+        if not seqs:
+            return []
+        where, params = filters.sql()
+        marks = ",".join("?" * len(seqs))
+        sql = f"SELECT {_COLUMNS} FROM memory m WHERE m.seq IN ({marks}) AND {where}"
+        with self.index.lock:
+            found = {r[0]: Candidate(*r) for r in self.index.db.execute(sql, (*seqs, *params))}
+        return [found[s] for s in seqs if s in found]
+
+    def vectors(self, seqs: Sequence[int]) -> dict[int, npt.NDArray[np.int8]]:
+        """The stored int8 embeddings of `seqs` (missing ones are left out)."""
+        if not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        with self.index.lock:
+            rows = self.index.db.execute(
+                f"SELECT seq, embedding FROM memory WHERE seq IN ({marks})"
+                " AND embedding IS NOT NULL", tuple(seqs)).fetchall()
+        return {seq: np.frombuffer(blob, dtype=np.int8) for seq, blob in rows}
+
+    def matrix(self, project: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]]:
+        """All of a project's embeddings as one int8 matrix (rows) and their seqs."""
+        generation = self.index.generation.get(project, 0)
+        cached = self._matrices.get(project)
+        if cached is not None and cached[0] == generation:
+            return cached[1], cached[2]
+        with self.index.lock:
+            rows = self.index.db.execute(
+                "SELECT seq, embedding FROM memory WHERE project = ? AND embedding IS NOT NULL",
+                (project,)).fetchall()
+        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        dim = len(rows[0][1]) if rows else 0
+        codes = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), dim)
+        self._matrices[project] = (generation, seqs, codes)
+        return seqs, codes
+
+    def records(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        """The full Memory records of `seqs`, read from the index's JSON copies."""
+        if not seqs:
+            return {}
+        marks = ",".join("?" * len(seqs))
+        with self.index.lock:
+            rows = self.index.db.execute(
+                f"SELECT seq, record FROM memory WHERE seq IN ({marks})", tuple(seqs)).fetchall()
+        return {seq: memory_from_json(text) for seq, text in rows}
+
+    def records_by_id(self, ids: Sequence[str]) -> dict[str, Memory]:
+        """The full Memory records of memory ids (ids the index does not hold are left out)."""
+        found: dict[str, Memory] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            with self.index.lock:
+                rows = self.index.db.execute(
+                    f"SELECT id, record FROM memory WHERE id IN ({marks})", tuple(chunk))
+                found.update((i, memory_from_json(text)) for i, text in rows.fetchall())
+        return found
+
+    def project_size(self, project: str) -> int:
+        """How many memories (any state) the index holds for a project."""
+        with self.index.lock:
+            row = self.index.db.execute(
+                "SELECT COUNT(*) FROM memory WHERE project = ?", (project,)).fetchone()
+        return int(row[0])

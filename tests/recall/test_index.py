@@ -1,0 +1,97 @@
+"""The index stays in step with the store: write, forget, purge, rebuild."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from kg.longterm import LongTermMemory
+from kg.recall import KeywordIndex, RecallEngine, index_location
+from kg.settings import Settings
+from kg.store import EmbeddedStore
+from tests.recall.conftest import Recall
+
+
+def contents(recall: Recall, query: str, **options: object) -> list[str]:
+    return [h.memory.content for h in recall.engine.recall("p1", query, **options)]  # type: ignore[arg-type]
+
+
+def test_written_memory_is_found(recall: Recall) -> None:
+    recall.memory.remember("Deploys run through GitHub Actions", project="p1", session="s1")
+    assert contents(recall, "github actions") == ["Deploys run through GitHub Actions"]
+    assert contents(recall, "deploy") == ["Deploys run through GitHub Actions"]  # stemming
+
+
+def test_forget_hides_by_default_but_as_of_before_finds_it(recall: Recall) -> None:
+    m = recall.memory.remember("The cache is Redis", project="p1", session="s1").memory
+    before = recall.clock.tick()
+    recall.clock.tick()
+    recall.memory.forget(m.id, project="p1", reason="moved to memcached")
+    assert contents(recall, "redis cache") == []
+    assert contents(recall, "redis cache", as_of=before) == ["The cache is Redis"]
+    assert contents(recall, "redis cache", as_of=m.recorded_at - timedelta(seconds=1)) == []
+
+
+def test_purge_removes_from_index(recall: Recall) -> None:
+    a = recall.memory.remember("Parser written in Rust", project="p1", session="s1").memory
+    recall.memory.remember("Parser tests use proptest", project="p1", session="s2")
+    recall.memory.purge_memory(a.id, project="p1")
+    assert contents(recall, "parser rust") == ["Parser tests use proptest"]
+    recall.memory.purge_session("s2", project="p1")
+    assert contents(recall, "parser") == []
+    recall.memory.remember("Parser again", project="p1", session="s3")
+    recall.memory.purge_project("p1")
+    assert contents(recall, "parser") == [] and recall.index.fingerprint().count == 0
+
+
+def test_access_counts_reach_the_index(recall: Recall) -> None:
+    recall.memory.remember("Logs go to Loki", project="p1", session="s1")
+    recall.engine.recall("p1", "loki")
+    recall.memory.flush()
+    hit = recall.engine.recall("p1", "loki")[0]
+    assert hit.memory.access_count >= 1 and hit.frequency > 0
+
+
+def test_rebuild_after_losing_the_index_file_gives_identical_results(tmp_path: Path) -> None:
+    settings = Settings(store=str(tmp_path / "store"))
+    path = index_location(settings)
+    assert path == tmp_path / "store.recall.sqlite"
+    store = EmbeddedStore(settings.store_path)
+    index = KeywordIndex(path)
+    memory = LongTermMemory(store, listeners=[index], flush_every=1)
+    engine = RecallEngine(store, memory, index=index, record_access=False)
+    for i, text in enumerate(["Flask app factory", "Flask blueprints per area",
+                              "Waitress serves WSGI", "Tests run with pytest and Flask client"]):
+        memory.remember(text, project="p1", session=f"s{i % 2}")
+    gone = memory.remember("Old flask note", project="p1", session="s0").memory
+    memory.forget(gone.id, project="p1", reason="obsolete")
+    assert engine.is_index_current()
+    before = [(h.memory.id, round(h.score, 4)) for h in engine.recall("p1", "flask tests")]
+    index.close()
+    path.unlink()
+    fresh = KeywordIndex(path)
+    engine = RecallEngine(store, memory, index=fresh, record_access=False)
+    assert not engine.is_index_current()
+    assert engine.ensure_index(progress=False) is True
+    assert engine.ensure_index(progress=False) is False
+    after = [(h.memory.id, round(h.score, 4)) for h in engine.recall("p1", "flask tests")]
+    assert after == before and len(before) == 4
+    memory.close()
+
+
+def test_out_of_date_index_is_rebuilt(recall: Recall) -> None:
+    recall.memory.remember("Kept in step", project="p1", session="s1")
+    assert recall.engine.is_index_current()
+    recall.index.memories_purged("p1", None)  # the index lost a write the store has
+    assert not recall.engine.is_index_current()
+    assert recall.engine.ensure_index(progress=False)
+    assert contents(recall, "step") == ["Kept in step"]
+
+
+def test_neighbouring_turns_give_context(recall: Recall) -> None:
+    recall.memory.remember("We picked a new database last week", project="p1", session="s1")
+    recall.memory.remember("It is PostgreSQL 16", project="p1", session="s1")
+    recall.memory.remember("PostgreSQL is also used elsewhere", project="p1", session="s9")
+    hits = contents(recall, "which database did we pick")
+    assert hits[0] == "We picked a new database last week"
+    assert "It is PostgreSQL 16" in hits  # found through its neighbour's words
