@@ -1,0 +1,126 @@
+"""Soak: concurrent clients mixing queries, updates and memory calls; no 5xx, bounded RSS."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.reliability.client import TOKENS, Client, Reply, server_env
+from bench.reliability.dataset import PROBE_PREDICATE, seed_store
+from bench.reliability.result import CheckResult, p99
+from bench.server import start_server
+
+__all__ = ["MAX_RSS_GROWTH", "run"]
+
+MAX_RSS_GROWTH = 0.10
+_PROJECTS = [f"proj-{i:04d}" for i in range(3)]  # projects the generator fills
+_TOPICS = ("postgres", "redis cache", "retry backoff", "sparql ontology", "docker", "timeout")
+
+
+def _operations(rng: random.Random, tag: str) -> list[tuple[str, float, Callable[[Client], Reply]]]:
+    project = rng.choice(_PROJECTS)
+    graph = f"https://jido.ai/graph/project/{project}/long-term"
+    counter = iter(range(10**9))
+
+    def query(c: Client) -> Reply:
+        return c.sparql(
+            f"SELECT ?m ?c WHERE {{ GRAPH <{graph}> {{ ?m <https://jido.ai/ontology#content> ?c "
+            f"}} }} LIMIT {rng.randint(1, 50)}", token=TOKENS["read"])
+
+    def count(c: Client) -> Reply:
+        return c.sparql(f"SELECT (COUNT(*) AS ?n) WHERE {{ GRAPH <{graph}> {{ ?s ?p ?o }} }}",
+                        token=TOKENS["read"])
+
+    def update(c: Client) -> Reply:
+        subject = f"urn:jido-kg:reliability:soak-{tag}-{next(counter)}"
+        return c.update(f"INSERT DATA {{ GRAPH <https://jido.ai/graph/project/{project}/codebase>"
+                        f" {{ <{subject}> <{PROBE_PREDICATE.value}> 1 }} }}",
+                        token=TOKENS["write"])
+
+    def remember(c: Client) -> Reply:
+        return c.remember(project, f"soak note {tag} {uuid.uuid4().hex} about "
+                          f"{rng.choice(_TOPICS)}", token=TOKENS["write"], session=f"soak-{tag}")
+
+    def recall(c: Client) -> Reply:
+        return c.recall(project, rng.choice(_TOPICS), token=TOKENS["read"], limit=10)
+
+    return [("query", 0.3, query), ("count", 0.1, count), ("update", 0.2, update),
+            ("remember", 0.2, remember), ("recall", 0.2, recall)]
+
+
+def run(seconds: float = 60.0, *, workdir: Path, clients: int = 16, memories: int = 10_000,
+        seed: int = 0) -> CheckResult:
+    """Run `clients` threads for `seconds` against a server over a store of `memories`."""
+    result = CheckResult(f"soak ({clients} clients, {seconds:g} s)")
+    started = time.perf_counter()
+    store = workdir / "soak-store"
+    seed_store(store, memories)
+    server = start_server(store, env=server_env(), timeout=300)
+    client = Client(server.url, timeout=120)
+    latencies: dict[str, list[float]] = defaultdict(list)
+    statuses: dict[int, int] = defaultdict(int)
+    failures: list[str] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def worker(index: int) -> None:
+        rng = random.Random(seed * 1000 + index)
+        ops = _operations(rng, f"{seed}-{index}")
+        names, weights = [o[0] for o in ops], [o[1] for o in ops]
+        funcs = {o[0]: o[2] for o in ops}
+        while not stop.is_set():
+            name = rng.choices(names, weights)[0]
+            reply = funcs[name](client)
+            with lock:
+                statuses[reply.status] += 1
+                latencies[name].append(reply.seconds)
+                if reply.status >= 500 or reply.status == 0 or reply.status >= 400:
+                    failures.append(f"{name}: {reply.status} {reply.text[:160]}")
+        client.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    # RSS after a warm-up (caches filled, every thread running) is the base the growth is
+    # measured on; the warm-up comes on top of the measured `seconds`.
+    time.sleep(min(10.0, max(3.0, seconds * 0.1)))
+    with lock:
+        for values in latencies.values():
+            values.clear()
+    rss_start = server.rss_kb()
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline and server.alive():
+        time.sleep(0.5)
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=180)
+    rss_end = server.rss_kb()
+    alive = server.alive()
+    server.stop()
+    every = [t for values in latencies.values() for t in values]
+    result.cycles = 1
+    result.requests = len(every)
+    result.errors = len(failures)
+    growth = (rss_end - rss_start) / rss_start if rss_start else 0.0
+    result.figures = {
+        "p99 ms": p99(every) * 1000,
+        **{f"{k} p99 ms": p99(v) * 1000 for k, v in sorted(latencies.items())},
+        "req/s": len(every) / seconds,
+        "RSS start MB": rss_start / 1024,
+        "RSS end MB": rss_end / 1024,
+        "RSS growth %": growth * 100,
+    }
+    for failure in failures[:10]:
+        result.fail(failure)
+    if not alive:
+        result.fail("the server died during the soak")
+    if growth >= MAX_RSS_GROWTH:
+        result.fail(f"resident memory grew {growth:.1%} (limit {MAX_RSS_GROWTH:.0%})")
+    result.note("statuses: " + ", ".join(f"{k}×{v}" for k, v in sorted(statuses.items())))
+    result.seconds = time.perf_counter() - started
+    return result

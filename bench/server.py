@@ -1,0 +1,120 @@
+"""A real `jido-kg serve` subprocess on loopback: start, wait for /health, measure, kill."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["ServerProcess", "free_port", "start_server"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """Ask the kernel for a free TCP port on loopback."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    """One running server and what it took to start it."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    store: Path
+    startup_seconds: float = 0.0
+    log: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        """The base URL, e.g. http://127.0.0.1:7879."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        """The server's process id."""
+        return self.process.pid
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.process.poll() is None
+
+    def rss_kb(self) -> int:
+        """Resident memory (VmRSS) of the server process in KiB, 0 once it has exited."""
+        try:
+            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+    def kill(self) -> None:
+        """SIGKILL: no flush, no clean shutdown (what a power cut or the OOM killer does)."""
+        if self.alive():
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self, timeout: float = 20.0) -> None:
+        """SIGTERM and wait; SIGKILL if it does not stop in time."""
+        if self.alive():
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def log_tail(self, chars: int = 2000) -> str:
+        """The end of the server's stderr log."""
+        if self.log is None or not self.log.exists():
+            return ""
+        return self.log.read_text(errors="replace")[-chars:]
+
+
+def _health(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def start_server(store: Path, *, env: dict[str, str] | None = None, timeout: float = 120.0,
+                 log: Path | None = None, port: int | None = None,
+                 threads: int | None = None) -> ServerProcess:
+    """Start `jido-kg serve --store DIR --port P`; return once /health answers 200.
+
+    `startup_seconds` is the time from process start to the first 200 from /health.
+    """
+    port = port or free_port()
+    argv = [sys.executable, "-m", "api", "serve", "--store", str(store), "--port", str(port)]
+    if threads is not None:
+        argv += ["--threads", str(threads)]
+    extra = dict(env or {})
+    log = log or store.with_name(store.name + f".server-{port}.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as sink:
+        started = time.perf_counter()
+        process = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **extra},
+                                   stdout=subprocess.DEVNULL, stderr=sink)
+    server = ServerProcess(process, port, store, log=log, env=extra)
+    deadline = started + timeout
+    while time.perf_counter() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}: {server.log_tail()}")
+        if _health(server.url):
+            server.startup_seconds = time.perf_counter() - started
+            return server
+        time.sleep(0.02)
+    server.kill()
+    raise RuntimeError(f"server did not answer /health within {timeout:.0f} s")
