@@ -158,6 +158,34 @@ def close_session(session_id: str) -> Response:
     return _json(m.SessionClosed(session=m.session_out(session), promotion=m.promotion_out(report)))
 
 
+@_route(RouteSpec("GET", _SESSION + "/snapshot", "snapshotSession",
+                  "A session's short-term state as data", "sessions", m.SessionSnapshot))
+def snapshot_session(session_id: str) -> Response:
+    """Return the session's snapshot; the session stays open here."""
+    _project_of(session_id, write=False)
+    return _json(m.SessionSnapshot(snapshot=memory_service().snapshot_session(session_id)))
+
+
+@_route(RouteSpec("POST", _SESSION + "/handoff", "handOffSession",
+                  "Release a session, unpromoted, for another instance", "sessions",
+                  m.SessionSnapshot, write=True))
+def hand_off_session(session_id: str) -> Response:
+    """Snapshot the session and drop it here (restore it with POST /v1/session-snapshots)."""
+    _project_of(session_id, write=True)
+    return _json(m.SessionSnapshot(snapshot=memory_service().hand_off_session(session_id)))
+
+
+@_route(RouteSpec("POST", "/v1/session-snapshots", "restoreSession",
+                  "Continue a session from a snapshot", "sessions", m.SessionOut,
+                  m.SessionSnapshot, status=201, write=True, errors=(400, 401, 403, 409)))
+def restore_session() -> Response:
+    """Open a session here from a snapshot taken on this or another instance."""
+    body = _body(m.SessionSnapshot)
+    project = body.snapshot.get("project")
+    _project(project if isinstance(project, str) else "", write=True)
+    return _json(m.session_out(memory_service().restore_session(body.snapshot)), 201)
+
+
 # -- working context --------------------------------------------------------------------------
 
 

@@ -102,6 +102,14 @@ class SessionOut(_Out):
     episodes: int
 
 
+class SessionSnapshot(_In):
+    """A session's whole short-term state, to continue it on another instance."""
+
+    snapshot: dict[str, Any] = Field(
+        description="Opaque, versioned data from a snapshot or hand-off route."
+    )
+
+
 class PromotionOut(_Out):
     """The outcome of one promotion run."""
 

@@ -156,6 +156,18 @@ class MemoryService:
         self.long_term.records.started(session.id, project=project, agent=agent)
         return session
 
+    def snapshot_session(self, session_id: str) -> dict[str, Any]:
+        """The session's whole short-term state as JSON-able data; the session stays here."""
+        return self.sessions.snapshot(session_id)
+
+    def hand_off_session(self, session_id: str) -> dict[str, Any]:
+        """Snapshot the session and release it here, unpromoted, for another instance."""
+        return self.sessions.detach(session_id)
+
+    def restore_session(self, data: Mapping[str, Any]) -> Session:
+        """Continue a session from a snapshot taken here or on another instance."""
+        return self.sessions.restore(data)
+
     def session(self, session_id: str) -> Session:
         """The open session with this id (SessionNotFoundError if none)."""
         return self.sessions.get(session_id)

@@ -127,6 +127,16 @@ class SessionManager:
         with self.use(session_id, allow_paused=True) as session:
             return session.snapshot()
 
+    def detach(self, session_id: str) -> dict[str, Any]:
+        """Snapshot a session and drop it here without closing it (hand-off to another process)."""
+        with self.use(session_id, allow_paused=True) as session:
+            data = session.snapshot()
+            with self._lock:
+                del self._sessions[session.id]
+            # Any holder of the old object now sees it as gone; the snapshot carries the state.
+            session.status = SessionStatus.CLOSED
+            return data
+
     def restore(self, data: Mapping[str, Any]) -> Session:
         """Open a session from snapshot() data (e.g. taken in another process)."""
         session = Session.restore(data, now=self._now)
