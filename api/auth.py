@@ -20,7 +20,9 @@ from kg.errors import AuthenticationError, PermissionDeniedError, ValidationErro
 from kg.settings import Settings
 from kg.terms import validate_identifier
 
-__all__ = ["ANONYMOUS", "Access", "Principal", "current_principal", "install", "require"]
+__all__ = [
+    "ANONYMOUS", "Access", "Principal", "current_principal", "install", "principal_for", "require",
+]
 
 Access = Literal["read", "write", "admin"]
 _KEY = "jido_kg_auth"
@@ -94,17 +96,20 @@ def current_principal() -> Principal:
     cached = g.get("_principal")
     if isinstance(cached, Principal):
         return cached
-    table: _TokenTable = current_app.extensions[_KEY]
-    header = request.headers.get("Authorization", "")
-    if not header:
-        principal = table.anonymous
-    else:
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise AuthenticationError("use 'Authorization: Bearer <token>'")
-        principal = _lookup(table.tokens, token.strip())
+    principal = principal_for(current_app, request.headers.get("Authorization", ""))
     g._principal = principal
     return principal
+
+
+def principal_for(app: Flask, header: str) -> Principal:
+    """Return the caller an Authorization header value names in `app` (401 if it names none)."""
+    table: _TokenTable = app.extensions[_KEY]
+    if not header:
+        return table.anonymous
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AuthenticationError("use 'Authorization: Bearer <token>'")
+    return _lookup(table.tokens, token.strip())
 
 
 def require(access: Access, *, project: str | None = None) -> Principal:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from flask import request
 from pyoxigraph import QueryResultsFormat, RdfFormat
 from werkzeug.datastructures import MIMEAccept
+from werkzeug.http import parse_accept_header
 
 from api.errors import NotAcceptableError, UnsupportedMediaTypeError
 
@@ -46,35 +49,54 @@ _PARSEABLE: dict[str, RdfFormat] = {**GRAPH_TYPES, "text/n3": RdfFormat.N3}
 
 def accepted() -> MIMEAccept:
     """The request's Accept header with media-type parameters (charset=...) dropped."""
-    return MIMEAccept([(v.split(";")[0].strip(), q) for v, q in request.accept_mimetypes])
+    return _accepted(request.headers.get("Accept", ""))
 
 
 def best_offer(offers: list[str]) -> str | None:
     """The offer the client prefers (the first offer when there is no Accept header)."""
-    header = request.headers.get("Accept", "").strip()
-    if not header:
+    return _best_offer(request.headers.get("Accept", ""), tuple(offers))
+
+
+# Clients send the same few Accept headers over and over; parsing and matching one costs more
+# than running a small query, so both are remembered per header value (bounded).
+@lru_cache(maxsize=256)
+def _accepted(header: str) -> MIMEAccept:
+    parsed = parse_accept_header(header, MIMEAccept)
+    return MIMEAccept([(v.split(";")[0].strip(), q) for v, q in parsed])
+
+
+@lru_cache(maxsize=1024)
+def _best_offer(header: str, offers: tuple[str, ...]) -> str | None:
+    if not header.strip():
         return offers[0]
-    accept = accepted()
+    accept = _accepted(header)
     best = accept.best_match(offers)
     return best if best is not None and accept[best] > 0 else None
 
 
-def negotiate_results(*, required: bool = True) -> tuple[str, QueryResultsFormat] | None:
-    """Pick the SPARQL results format the client prefers (406 if required and none fits)."""
-    best = best_offer(list(RESULT_TYPES))
+def negotiate_results(*, required: bool = True,
+                      accept: str | None = None) -> tuple[str, QueryResultsFormat] | None:
+    """Pick the SPARQL results format the client prefers (406 if required and none fits).
+
+    `accept` is the Accept header value; None reads it from the current request.
+    """
+    header = _header(accept)
+    best = _best_offer(header, _RESULT_OFFERS)
     if best is None:
         if required:
-            raise _not_acceptable(list(RESULT_TYPES))
+            raise _not_acceptable(list(RESULT_TYPES), header)
         return None
     return best, RESULT_TYPES[best]
 
 
-def negotiate_graph(*, triples_only: bool = False) -> tuple[str, RdfFormat]:
-    """Pick the RDF format the client prefers (406 if none fits)."""
-    offers = [m for m, f in GRAPH_TYPES.items() if not (triples_only and f.supports_datasets)]
-    best = best_offer(offers)
+def negotiate_graph(*, triples_only: bool = False,
+                    accept: str | None = None) -> tuple[str, RdfFormat]:
+    """Pick the RDF format the client prefers (406 if none fits); `accept` as above."""
+    header = _header(accept)
+    offers = _TRIPLE_OFFERS if triples_only else _GRAPH_OFFERS
+    best = _best_offer(header, offers)
     if best is None:
-        raise _not_acceptable(offers)
+        raise _not_acceptable(list(offers), header)
     return best, GRAPH_TYPES[best]
 
 
@@ -94,9 +116,17 @@ def content_type(media_type: str) -> str:
     return f"{media_type}; charset=utf-8"
 
 
-def _not_acceptable(offers: list[str]) -> NotAcceptableError:
-    header = request.headers.get("Accept", "")[:200]
+_RESULT_OFFERS = tuple(RESULT_TYPES)
+_GRAPH_OFFERS = tuple(GRAPH_TYPES)
+_TRIPLE_OFFERS = tuple(m for m, f in GRAPH_TYPES.items() if not f.supports_datasets)
+
+
+def _header(accept: str | None) -> str:
+    return request.headers.get("Accept", "") if accept is None else accept
+
+
+def _not_acceptable(offers: list[str], header: str) -> NotAcceptableError:
     return NotAcceptableError(
-        f"none of the media types in Accept: {header} can be produced here",
+        f"none of the media types in Accept: {header[:200]} can be produced here",
         details={"available": offers},
     )

@@ -180,6 +180,7 @@ def hand_off_session(session_id: str) -> Response:
                   m.SessionSnapshot, status=201, write=True, errors=(400, 401, 403, 409)))
 def restore_session() -> Response:
     """Open a session here from a snapshot taken on this or another instance."""
+    require("write")  # authenticate before looking at the body
     body = _body(m.SessionSnapshot)
     project = body.snapshot.get("project")
     _project(project if isinstance(project, str) else "", write=True)

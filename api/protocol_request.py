@@ -13,7 +13,7 @@ from api.errors import UnsupportedMediaTypeError
 from kg.errors import ValidationError
 from kg.settings import Settings
 
-__all__ = ["Operation", "read_operation"]
+__all__ = ["Operation", "read_operation", "read_query_string"]
 
 _FORM = "application/x-www-form-urlencoded"
 _DIRECT = {"application/sparql-query": "query", "application/sparql-update": "update"}
@@ -37,12 +37,7 @@ class Operation:
 def read_operation(settings: Settings, *, only: str | None = None) -> Operation | None:
     """Return the request's operation, or None for a bare GET (the service description)."""
     if request.method == "GET":
-        params = _pairs(request.query_string.decode("latin-1"))
-        if "update" in params:
-            raise ValidationError("a SPARQL update must be sent by POST, never by GET")
-        if "query" not in params:
-            return None
-        return _operation("query", params, params, settings, only)
+        return read_query_string(request.query_string.decode("latin-1"), settings, only=only)
     media_type = request.mimetype
     _check_charset()
     url_params = _pairs(request.query_string.decode("latin-1"))
@@ -62,6 +57,17 @@ def read_operation(settings: Settings, *, only: str | None = None) -> Operation 
         f"application/sparql-update, not {media_type or 'a body without Content-Type'}",
         details={"supported": [_FORM, *_DIRECT]},
     )
+
+
+def read_query_string(query_string: str, settings: Settings, *,
+                      only: str | None = None) -> Operation | None:
+    """Return the operation of a GET's query string, or None when it has no query."""
+    params = _pairs(query_string)
+    if "update" in params:
+        raise ValidationError("a SPARQL update must be sent by POST, never by GET")
+    if "query" not in params:
+        return None
+    return _operation("query", params, params, settings, only)
 
 
 def _operation(kind: Literal["query", "update"], source: dict[str, list[str]],

@@ -6,26 +6,35 @@ status (200, 400, 406, 504, 503 ...) is known before the first byte leaves.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from flask import Blueprint, Flask, Response, current_app, request
-from pyoxigraph import NamedNode
+from pyoxigraph import NamedNode, QueryResultsFormat, RdfFormat
+from werkzeug.sansio.utils import get_current_url
+from werkzeug.wsgi import get_host
 
 from api import service_description
-from api.auth import Principal, require
+from api.auth import Principal, principal_for, require
 from api.media_types import GRAPH_TYPES, RESULT_TYPES, negotiate_graph, negotiate_results
-from api.protocol_request import Operation, read_operation
+from api.protocol_request import Operation, read_operation, read_query_string
 from api.services import services
+from api.transport import GZIP_MIN_BYTES
 from kg.errors import PermissionDeniedError
 from kg.graphs import project_graphs
 from kg.settings import Settings
 from kg.store import Store
 from kg.store.execution import QueryExecutor, ResultFormats
 from kg.store.guard import check_nesting
-from kg.store.lexer import dataset_clauses, query_form, with_using
+from kg.store.lexer import dataset_clauses, mentions_keyword, query_form, with_using
 from kg.store.remote_access import check_remote_access
 
-__all__ = ["blueprint", "endpoint_iri", "executor", "install"]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
+
+__all__ = ["QueryFastPath", "blueprint", "endpoint_iri", "executor", "install"]
 
 blueprint = Blueprint("sparql", __name__)
 _KEY = "jido_kg_query_executor"
@@ -38,6 +47,9 @@ def install(app: Flask, *, settings: Settings, store: Store) -> None:
         store, workers=settings.threads, max_runaway=settings.max_runaway_queries
     )
     app.register_blueprint(blueprint)
+    app.wsgi_app = QueryFastPath(  # type: ignore[method-assign]
+        app, app.wsgi_app, settings=settings, runner=app.extensions[_KEY]
+    )
 
 
 def executor() -> QueryExecutor:
@@ -50,7 +62,14 @@ def executor() -> QueryExecutor:
 def endpoint_iri() -> str:
     """The IRI of the endpoint being called (the configured public base URL wins)."""
     base = services().settings.base_url.rstrip("/")
-    return f"{base}{request.path}" if base else request.base_url
+    if base:
+        return f"{base}{request.path}"
+    return _current_url(request.scheme, request.host, request.root_path, request.path)
+
+
+# request.base_url rebuilds and IRI-decodes the URL on every request; the same few endpoint
+# URLs come back all the time, so remember them (bounded: the Host header is the client's).
+_current_url = lru_cache(maxsize=64)(get_current_url)
 
 
 @blueprint.route("/sparql", methods=_METHODS, strict_slashes=False)
@@ -85,30 +104,55 @@ def _handle(*, only: str | None) -> Response:
 
 
 def _run_query(operation: Operation, settings: Settings) -> Response:
-    principal = require("read")
-    base = endpoint_iri()
-    if not principal.is_admin:
+    plan = _plan_query(operation, require("read"), endpoint_iri(), settings,
+                       accept=request.headers.get("Accept", ""))
+    body, media_type = _execute(plan, executor(), settings)
+    response = Response(body, content_type=f"{media_type}; charset=utf-8")
+    response.headers["Vary"] = "Accept"
+    return response
+
+
+@dataclass(frozen=True, slots=True)
+class _QueryPlan:
+    """A query that passed every check, with its dataset and negotiated formats."""
+
+    operation: Operation
+    base: str
+    default_graph: Sequence[NamedNode] | None
+    named_graphs: Sequence[NamedNode] | None
+    results: tuple[str, QueryResultsFormat] | None
+    graph: tuple[str, RdfFormat] | None
+
+
+def _plan_query(operation: Operation, principal: Principal, base: str, settings: Settings, *,
+                accept: str) -> _QueryPlan:
+    """Check a query (SERVICE/LOAD, dataset, Accept) without running it; raise if refused."""
+    if not principal.is_admin and mentions_keyword(operation.text, "SERVICE", "LOAD"):
         check_remote_access(operation.text, allowed=settings.fetch_allowlist, base=base)
     default_graph, named_graphs = _dataset(operation, principal, base)
     form = query_form(operation.text)
-    results = negotiate_results(required=form in ("SELECT", "ASK"))
-    graph = negotiate_graph() if form in ("CONSTRUCT", "DESCRIBE") else None
+    results = negotiate_results(required=form in ("SELECT", "ASK"), accept=accept)
+    graph = negotiate_graph(accept=accept) if form in ("CONSTRUCT", "DESCRIBE") else None
     if form is None:  # malformed: let the parser say why, in the results format if any
         graph = None
-    output = executor().query(
-        operation.text,
+    return _QueryPlan(operation, base, default_graph, named_graphs, results, graph)
+
+
+def _execute(plan: _QueryPlan, runner: QueryExecutor, settings: Settings) -> tuple[bytes, str]:
+    """Run a planned query in the executor; return the body and its media type."""
+    results, graph = plan.results, plan.graph
+    output = runner.query(
+        plan.operation.text,
         formats=ResultFormats(results[1] if results else None, graph[1] if graph else None),
-        timeout=operation.timeout,
+        timeout=plan.operation.timeout,
         max_rows=settings.max_result_rows,
-        default_graph=default_graph,
-        named_graphs=named_graphs,
-        base_iri=base,
+        default_graph=plan.default_graph,
+        named_graphs=plan.named_graphs,
+        base_iri=plan.base,
     )
     media_type = (results[0] if output.kind != "graph" and results
                   else graph[0] if graph else _media_type_of(output.format))
-    response = Response(output.body, content_type=f"{media_type}; charset=utf-8")
-    response.headers["Vary"] = "Accept"
-    return response
+    return output.body, media_type
 
 
 def _run_update(operation: Operation, settings: Settings) -> Response:
@@ -161,3 +205,80 @@ def _media_type_of(fmt: object) -> str:
             if candidate == fmt:
                 return media_type
     return "application/octet-stream"
+
+
+# The GET paths the fast path answers, with the only operation each takes (None: either).
+_FAST_PATHS: dict[str, str | None] = {"/sparql": None, "/query": "query"}
+
+
+class QueryFastPath:
+    """WSGI middleware: a plain GET query answered without Flask's per-request machinery.
+
+    Flask costs more per request than a small query does. A GET to /sparql or /query that
+    passes every check (caller, nesting, SERVICE/LOAD, dataset, Accept) runs here through the
+    same functions the view uses. Anything else, and every refusal before a query runs, goes to
+    Flask untouched and is answered as always; an error while running, and a body big enough
+    to gzip, are finished by Flask's own error handlers and after-request hooks.
+    """
+
+    def __init__(self, app: Flask, inner: WSGIApplication, *, settings: Settings,
+                 runner: QueryExecutor) -> None:
+        self.app, self.inner, self.settings, self.runner = app, inner, settings, runner
+
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Iterable[bytes]:
+        plan = self._plan(environ)
+        if plan is None:
+            return self.inner(environ, start_response)
+        try:
+            body, media_type = _execute(plan, self.runner, self.settings)
+        except Exception as exc:  # answered exactly as the view's error would be
+            return self._finish(environ, start_response, error=exc)
+        if len(body) >= GZIP_MIN_BYTES or "HTTP_ORIGIN" in environ:
+            return self._finish(environ, start_response, body=(body, media_type))
+        start_response("200 OK", [("Content-Type", f"{media_type}; charset=utf-8"),
+                                  ("Content-Length", str(len(body))), ("Vary", "Accept")])
+        return [body]
+
+    def _plan(self, environ: WSGIEnvironment) -> _QueryPlan | None:
+        path = environ.get("PATH_INFO", "")
+        if (path not in _FAST_PATHS or environ.get("REQUEST_METHOD") != "GET"
+                or environ.get("SCRIPT_NAME")):
+            return None
+        try:
+            operation = read_query_string(environ.get("QUERY_STRING", ""), self.settings,
+                                          only=_FAST_PATHS[path])
+            if operation is None:
+                return None
+            check_nesting(operation.text)
+            principal = principal_for(self.app, environ.get("HTTP_AUTHORIZATION", ""))
+            if principal.role is None:
+                return None
+            return _plan_query(operation, principal, self._endpoint(environ, path),
+                               self.settings, accept=environ.get("HTTP_ACCEPT", ""))
+        except Exception:  # refused or odd: Flask runs the same checks and answers it
+            return None
+
+    def _endpoint(self, environ: WSGIEnvironment, path: str) -> str:
+        base = self.settings.base_url.rstrip("/")
+        if base:
+            return f"{base}{path}"
+        host = get_host(environ, trusted_hosts=self.app.config.get("TRUSTED_HOSTS"))
+        return _current_url(environ["wsgi.url_scheme"], host, "", path)
+
+    def _finish(self, environ: WSGIEnvironment, start_response: StartResponse, *,
+                error: Exception | None = None,
+                body: tuple[bytes, str] = (b"", "")) -> Iterable[bytes]:
+        """Finish a response the way Flask's dispatch would (handlers, after-request hooks)."""
+        app = self.app
+        with app.request_context(environ):
+            try:
+                if error is not None:
+                    rv: Response = app.handle_user_exception(error)  # type: ignore[assignment]
+                else:
+                    rv = Response(body[0], content_type=f"{body[1]}; charset=utf-8")
+                    rv.headers["Vary"] = "Accept"
+                response = app.finalize_request(rv)
+            except Exception as exc:
+                response = app.handle_exception(exc)
+            return response(environ, start_response)

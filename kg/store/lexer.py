@@ -14,8 +14,8 @@ from urllib.parse import urljoin
 from kg.errors import ValidationError
 
 __all__ = [
-    "Token", "TokenKind", "dataset_clauses", "prefixes", "query_form", "resolve", "tokenize",
-    "with_using",
+    "Token", "TokenKind", "dataset_clauses", "mentions_keyword", "prefixes", "query_form",
+    "resolve", "tokenize", "with_using",
 ]
 
 TokenKind = Literal["iri", "word", "var", "string", "punct"]
@@ -101,6 +101,17 @@ def resolve(token: Token, declared: dict[str, str], base: str | None) -> str | N
         if prefix in declared:
             return declared[prefix] + local.replace("\\", "")
     return None
+
+
+def mentions_keyword(text: str, *names: str) -> bool:
+    """Tell cheaply whether any keyword in `names` (upper case) may occur in `text` at all.
+
+    False is certain (no token can be one of them), so a caller may skip tokenizing; True only
+    means the text has to be tokenized to know.
+    """
+    # upper() of the whole text contains upper() of each of its tokens (it maps per character).
+    folded = text.upper()
+    return any(name in folded for name in names)
 
 
 def query_form(text: str) -> str | None:
