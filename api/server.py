@@ -11,6 +11,7 @@ from types import FrameType
 from waitress.server import create_server
 
 from api.app import create_app
+from api.housekeeping import Housekeeper
 from api.services import close_app
 from kg.settings import Settings
 from kg.store import Store, open_store
@@ -23,6 +24,7 @@ log = logging.getLogger("jido_kg.server")
 # memory, not resident) keeps deep but legal queries from overflowing it. The nesting guard in
 # kg.store.guard rejects the pathological ones before they reach the parser.
 WORKER_STACK_BYTES = 256 * 1024 * 1024
+HARD_BODY_MARGIN = 1024 * 1024 * 1024
 
 
 class _Shutdown(KeyboardInterrupt):
@@ -42,8 +44,10 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
             threads=settings.threads,
             ident="jido-kg",
             clear_untrusted_proxy_headers=True,
-            # Refuse oversized bodies while reading them instead of buffering them first.
-            max_request_body_size=settings.max_body_bytes,
+            # waitress spools a body to a temp file before the app sees it, so the app's own
+            # cap (KG_MAX_BODY_BYTES, a JSON 413) decides; this hard cap only bounds the spool.
+            # A cap equal to the app's makes waitress cut the connection with a plain-text 413.
+            max_request_body_size=settings.max_body_bytes + HARD_BODY_MARGIN,
             # A long GET query must reach the app (for a JSON 400/414), not die in waitress
             # with a plain-text 431; 2 MiB still bounds what one request can hold.
             max_request_header_size=2 * 1024 * 1024,
@@ -61,11 +65,14 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
         sys.stderr.flush()
         if ready is not None:
             ready.set()
+        # Bounds resident memory under writes (docs/benchmarks/reliability.md, memory under soak).
+        housekeeper = Housekeeper(store, interval=settings.store_flush_interval).start()
         try:
             server.run()
         except KeyboardInterrupt:
             pass
         finally:
+            housekeeper.stop()
             server.close()
             close_app(app)
     finally:

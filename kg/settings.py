@@ -110,6 +110,13 @@ class Settings(BaseSettings):
         description="Directory of backups taken while serving; '' = '<store dir>.backups'.",
     )
 
+    # --- memory under load (api/housekeeping.py): bounds RocksDB write buffers in a server ----
+    store_flush_interval: float = Field(
+        default=5.0, ge=0,
+        description="Seconds between flushes of the store's write buffers (and malloc_trim) "
+        "while serving; 0 = never (they then grow to 128 MiB per column family).",
+    )
+
     # --- long-term memory and promotion (kg/longterm) -----------------------------------------
     promotion_interval: float = Field(
         default=30.0, gt=0, description="Seconds between periodic promotion runs."
