@@ -38,6 +38,13 @@ class Settings(BaseSettings):
             "'<store dir>.recall.sqlite' (in memory for a ':memory:' store)."
         ),
     )
+    index_check: Literal["startup", "background"] = Field(
+        default="background",
+        description=(
+            "When an existing recall index is compared with the store (a scan of every "
+            "memory): 'background' serves at once and rebuilds later if stale; 'startup' waits."
+        ),
+    )
 
     # --- SPARQL endpoint and graph store (api/sparql.py, api/graph_store.py, api/auth.py) -----
     tokens: dict[str, str] = Field(
