@@ -1,18 +1,21 @@
 """Recall speed at scale: hybrid recall vs a CONTAINS scan, and the query helpers.
 
-`python -m bench.recall [N]` generates N memories (default 1,000,000) over 100 projects as
+`python -m bench.recall [N] [--shape p100|p10] [--cache DIR]` generates N memories (default
+1,000,000) over 100 projects as
 N-Quads, bulk-loads them into an on-disk store, builds the recall index from the store, then
 times each scenario and prints one row per metric (median and p95 over `repeats` passes).
 """
 
 from __future__ import annotations
 
+import argparse
 import random
+import shutil
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -117,75 +120,134 @@ def _row(scenario: str, metric: str, median: float, p95: float, unit: str,
             "p95": round(p95, 3), "unit": unit, "target": target, "ok": ok}
 
 
-def run(repeats: int = 5, n: int = 1_000_000) -> list[dict[str, Any]]:
-    """Build an n-memory store and its index, then time recall, the scan and the helpers."""
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
-        folder = Path(tmp)
-        started = time.perf_counter()
-        words = generate(folder / "memories.nq", n)
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """How the benchmark data is laid out and how its ids, queries and helper calls look."""
+
+    name: str
+    projects: int
+    project: Callable[[int], str]  # project index -> id
+    memory: Callable[[int], str]  # memory number -> id
+    session: Callable[[str], str]  # project id -> one of its sessions
+    query: Callable[[random.Random], str]
+
+
+def _shape(name: str, n: int) -> Shape:
+    if name == "p100":
+        rng = random.Random(7)  # the vocabulary `generate` draws (same seed, same order)
+        words = _vocabulary(rng)
+        rng.shuffle(words)
+        return Shape("p100", PROJECTS, lambda p: f"proj{p}", lambda i: f"m{i}",
+                     lambda p: f"{p}-s3",
+                     lambda r: " ".join(_zipf(r, words, r.randint(2, 5))))
+    from bench.generator import _FILLER, TOPICS, project_id
+
+    def query(r: random.Random) -> str:
+        count = r.randint(2, 5)
+        return " ".join([r.choice(TOPICS)] + [r.choice(_FILLER) for _ in range(count - 1)])
+
+    return Shape("p10", 10, project_id, lambda i: f"m0-{i:07d}",
+                 lambda p: "sess-" + p.removeprefix("proj-") + "-00003", query)
+
+
+def _prepare(shape: str, n: int, folder: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """The store directory for a shape (built or copied under `folder` once), and setup rows."""
+    store_dir, rows = folder / "store", list[dict[str, Any]]()
+    if (folder / ".complete").exists():
+        return store_dir, rows
+    folder.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    if shape == "p100":
+        generate(folder / "memories.nq", n)
         generated = time.perf_counter() - started
-        store = EmbeddedStore(folder / "store")
+        store = EmbeddedStore(store_dir)
         started = time.perf_counter()
         store.bulk_load(path=folder / "memories.nq", format=RdfFormat.N_QUADS)
-        loaded = time.perf_counter() - started
-        index = KeywordIndex(folder / "store.recall.sqlite", embedder=wordllama_embedder())
-        memory = LongTermMemory(store, listeners=[index])
-        engine = RecallEngine(store, memory, index=index)
-        started = time.perf_counter()
-        engine.ensure_index(progress=True)
-        indexed = time.perf_counter() - started
-        rows += [_row("setup", f"generate {n:,} memories", generated, generated, "s", "", None),
-                 _row("setup", "bulk load", loaded, loaded, "s", "", None),
-                 _row("setup", "build recall index from store", indexed, indexed, "s", "", None)]
-        rng = random.Random(11)
-        queries = [(f"proj{rng.randrange(PROJECTS)}",
-                    " ".join(_zipf(rng, words, rng.randint(2, 5)))) for _ in range(QUERIES)]
-        helpers = QueryHelpers(engine)
-        for mode in ("hybrid", "text"):
-            med, p95 = _timed((lambda p=p, q=q, m=mode: engine.recall(p, q, mode=m, limit=10)
-                               for p, q in queries), repeats)
-            ok = med <= 5 and p95 <= 20 if mode == "hybrid" else None
-            rows.append(_row(f"recall {mode} limit 10", "latency", med, p95, "ms",
-                             "p50 ≤ 5, p95 ≤ 20" if mode == "hybrid" else "", ok))
-        scan = query_text("contains_scan")
-        med_scan, p95_scan = _timed((lambda p=p, q=q: list(store.query(  # type: ignore[call-overload]
-            scan, substitutions={"needle": Literal(q.split()[0])},
-            default_graph=[long_term(p)])) for p, q in queries), 1)
-        rows.append(_row("CONTAINS scan (one project)", "latency", med_scan, p95_scan, "ms", "",
-                         None))
-        hybrid = next(r for r in rows if r["scenario"] == "recall hybrid limit 10")
-        rows.append(_row("CONTAINS scan / hybrid recall", "ratio",
-                         med_scan / max(hybrid["median"], 1e-9), p95_scan / max(hybrid["p95"],
-                                                                                   1e-9),
-                         "x", "", None))
-        rows += _helper_rows(helpers, queries, n, repeats)
-        memory.close()
-        index.close()
         store.close()
+        loaded = time.perf_counter() - started
+        (folder / "memories.nq").unlink()
+        rows += [_row("setup", f"generate {n:,} memories", generated, generated, "s", "", None),
+                 _row("setup", "bulk load", loaded, loaded, "s", "", None)]
+    else:  # the harness's cached 10-project store, copied so access counts never touch it
+        from bench.generator import cached_store
+
+        shutil.copytree(cached_store(n), store_dir)
+    (folder / ".complete").write_text(f"{n}\n")
+    return store_dir, rows
+
+
+def run(repeats: int = 5, n: int = 1_000_000, *, shape: str = "p100",
+        cache: Path | None = None) -> list[dict[str, Any]]:
+    """Build (or reuse under `cache`) an n-memory store and its index, then time recall."""
+    with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
+        folder = cache / f"recall-n{n}-{shape}" if cache is not None else Path(tmp)
+        return _run(folder, repeats, n, _shape(shape, n))
+
+
+def _run(folder: Path, repeats: int, n: int, shape: Shape) -> list[dict[str, Any]]:
+    store_dir, rows = _prepare(shape.name, n, folder)
+    store = EmbeddedStore(store_dir)
+    index = KeywordIndex(folder / "store.recall.sqlite", embedder=wordllama_embedder())
+    memory = LongTermMemory(store, listeners=[index])
+    engine = RecallEngine(store, memory, index=index)
+    started = time.perf_counter()
+    rebuilt = engine.ensure_index(progress=True)
+    indexed = time.perf_counter() - started
+    if rebuilt:
+        rows.append(_row("setup", "build recall index from store", indexed, indexed, "s", "",
+                         None))
+    rng = random.Random(11)
+    queries = [(shape.project(rng.randrange(shape.projects)), shape.query(rng))
+               for _ in range(QUERIES)]
+    helpers = QueryHelpers(engine)
+    for mode in ("hybrid", "text"):
+        med, p95 = _timed((lambda p=p, q=q, m=mode: engine.recall(p, q, mode=m, limit=10)
+                           for p, q in queries), repeats)
+        ok = med <= 5 and p95 <= 20 if mode == "hybrid" else None
+        rows.append(_row(f"recall {mode} limit 10", "latency", med, p95, "ms",
+                         "p50 ≤ 5, p95 ≤ 20" if mode == "hybrid" else "", ok))
+    scan = query_text("contains_scan")
+    def scan_one(project: str, text: str) -> object:
+        return list(store.query(  # type: ignore[arg-type]
+            scan, substitutions={"needle": Literal(text.split()[0])},
+            default_graph=[long_term(project)]))
+
+    med_scan, p95_scan = _timed((lambda p=p, q=q: scan_one(p, q)  # type: ignore[misc]
+                                 for p, q in queries[:20]), 1)
+    rows.append(_row("CONTAINS scan (one project)", "latency", med_scan, p95_scan, "ms", "",
+                     None))
+    hybrid = next(r for r in rows if r["scenario"] == "recall hybrid limit 10")
+    rows.append(_row("CONTAINS scan / hybrid recall", "ratio",
+                     med_scan / max(hybrid["median"], 1e-9),
+                     p95_scan / max(hybrid["p95"], 1e-9), "x", "", None))
+    rows += _helper_rows(helpers, queries, n, repeats, shape)
+    memory.close()
+    index.close()
+    store.close()
     return rows
 
 
 def _helper_rows(helpers: QueryHelpers, queries: list[tuple[str, str]], n: int,
-                 repeats: int) -> list[dict[str, Any]]:
+                 repeats: int, shape: Shape) -> list[dict[str, Any]]:
     rng = random.Random(5)
-    some = [f"m{rng.randrange(n)}" for _ in range(20)]
+    numbers = [rng.randrange(n) for _ in range(20)]
+    some = [(shape.project(i % shape.projects), shape.memory(i)) for i in numbers]
     cases: dict[str, list[Callable[[], object]]] = {
         "facts_about": [lambda p=p, q=q: helpers.facts_about(p, q.split()[0])
                         for p, q in queries[:20]],
         "decisions_in_order": [lambda p=p: helpers.decisions_in_order(p, limit=20)
                                for p, _ in queries[:20]],
-        "related_memories": [lambda m=m: helpers.related_memories(
-            f"proj{int(m[1:]) % PROJECTS}", m, depth=2, limit=20) for m in some],
+        "related_memories": [lambda p=p, m=m: helpers.related_memories(
+            p, m, depth=2, limit=20) for p, m in some],
         "project_conventions": [lambda p=p: helpers.project_conventions(p, limit=20)
                                 for p, _ in queries[:20]],
         "errors_for_module": [lambda p=p, i=i: helpers.errors_for_module(p, f"mod{i % 50}")
                               for i, (p, _) in enumerate(queries[:20])],
         "decisions_with_alternatives": [lambda p=p: helpers.decisions_with_alternatives(
             p, limit=20) for p, _ in queries[:20]],
-        "lessons_for_error": [lambda m=m: helpers.lessons_for_error(
-            f"proj{int(m[1:]) % PROJECTS}", m) for m in some],
-        "session_memories": [lambda p=p: helpers.session_memories(p, f"{p}-s3")
+        "lessons_for_error": [lambda p=p, m=m: helpers.lessons_for_error(p, m)
+                              for p, m in some],
+        "session_memories": [lambda p=p: helpers.session_memories(p, shape.session(p))
                              for p, _ in queries[:20]],
         "recent_memories": [lambda p=p: helpers.recent_memories(p, limit=20)
                             for p, _ in queries[:20]],
@@ -197,12 +259,20 @@ def _helper_rows(helpers: QueryHelpers, queries: list[tuple[str, str]], n: int,
     return rows
 
 
-def main() -> None:
-    """Run with N from the command line (default 1,000,000) and print the rows."""
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+def main(argv: list[str] | None = None) -> None:
+    """Command line: N (default 1,000,000), --shape p100|p10, --cache DIR, --repeats."""
+    parser = argparse.ArgumentParser(prog="python -m bench.recall", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("n", type=int, nargs="?", default=1_000_000)
+    parser.add_argument("--shape", choices=("p100", "p10"), default="p100",
+                        help="p100: 100 projects (bench.recall data); p10: 10 projects "
+                        "(bench.generator's cached store, copied)")
+    parser.add_argument("--cache", type=Path, help="keep the store and index here for reuse")
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args(argv)
     started = time.perf_counter()
-    rows = run(n=n)
-    print(f"n={n:,}  total {time.perf_counter() - started:.0f} s  "
+    rows = run(repeats=args.repeats, n=args.n, shape=args.shape, cache=args.cache)
+    print(f"n={args.n:,} shape={args.shape}  total {time.perf_counter() - started:.0f} s  "
           f"{datetime.now(UTC):%Y-%m-%d}")
     print(f"{'scenario':<38}{'metric':<32}{'median':>10}{'p95':>10} unit  target  ok")
     for r in rows:

@@ -3,7 +3,9 @@
 A recall must not become a write storm, so `AccessTracker.note` only adds to an in-process
 table. The table is handed to the flush callback when it holds `flush_every` recalls, when
 `flush_interval` seconds have passed since the first unflushed recall (a one-shot timer), or on
-`flush()`/`close()`. A failed flush puts its batch back, so no recall is lost.
+`flush()`/`close()`. `note(..., background=True)` (ranked recall) hands a full batch to a daemon
+thread instead, so the caller never waits for the write. A failed flush puts its batch back,
+so no recall is lost.
 """
 
 from __future__ import annotations
@@ -51,10 +53,12 @@ class AccessTracker:
         self._pending: dict[str, AccessDelta] = {}
         self._noted = 0
         self._timer: threading.Timer | None = None
+        self._worker: threading.Thread | None = None
         self._closed = False
 
-    def note(self, memory_ids: Iterable[str], *, at: datetime, project: str | None) -> None:
-        """Count one recall of each id; flush if the batch is full."""
+    def note(self, memory_ids: Iterable[str], *, at: datetime, project: str | None,
+             background: bool = False) -> None:
+        """Count one recall of each id; flush if the batch is full (on a thread if background)."""
         full = False
         with self._lock:
             for memory_id in memory_ids:
@@ -71,8 +75,29 @@ class AccessTracker:
                 self._timer = threading.Timer(self.flush_interval, self._timed_flush)
                 self._timer.daemon = True
                 self._timer.start()
-        if full:
+        if full and background:
+            self._flush_soon()
+        elif full:
             self.flush()
+
+    def _flush_soon(self) -> None:
+        """Flush on a daemon thread, so the caller (a recall) does not wait for the write."""
+        with self._lock:
+            if self._worker is not None and self._worker.is_alive():
+                return  # the running flush picks up this batch too (it loops while full)
+            self._worker = threading.Thread(target=self._background_flush, daemon=True,
+                                            name="access-flush")
+            self._worker.start()
+
+    def _background_flush(self) -> None:
+        try:
+            while True:
+                self.flush()
+                with self._lock:
+                    if self._noted < self.flush_every:
+                        return
+        except Exception:  # no caller to tell; the batch is kept for the next flush
+            _log.exception("flushing recall counts failed; they stay pending")
 
     def peek(self, memory_id: str) -> AccessDelta | None:
         """The unflushed recalls of one memory, if any."""
@@ -118,6 +143,9 @@ class AccessTracker:
         """Flush what is left and stop the timer."""
         with self._lock:
             self._closed = True
+            worker = self._worker
+        if worker is not None:
+            worker.join()
         self.flush()
 
     def _timed_flush(self) -> None:

@@ -358,9 +358,10 @@ class LongTermMemory:
 
     # -- recall counts ------------------------------------------------------------------------
 
-    def note_recalled(self, memory_ids: Sequence[str], *, project: str | None = None) -> None:
-        """Count a recall of each memory (written in batches, not per call)."""
-        self._access.note(memory_ids, at=self._clock(), project=project)
+    def note_recalled(self, memory_ids: Sequence[str], *, project: str | None = None,
+                      background: bool = False) -> None:
+        """Count a recall of each memory (written in batches; off the caller's thread if asked)."""
+        self._access.note(memory_ids, at=self._clock(), project=project, background=background)
 
     def flush(self) -> int:
         """Write the pending recall counts now; return how many memories were updated."""

@@ -32,6 +32,10 @@ CREATE TABLE IF NOT EXISTS memory (
 );
 CREATE INDEX IF NOT EXISTS memory_order
     ON memory (project, session, timestamp, recorded_at, seq);
+CREATE INDEX IF NOT EXISTS memory_by_type_time ON memory (project, type, timestamp, recorded_at);
+CREATE INDEX IF NOT EXISTS memory_by_type_confidence
+    ON memory (project, type, confidence, timestamp);
+CREATE INDEX IF NOT EXISTS memory_by_recorded ON memory (project, recorded_at);
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_text USING fts5 (
     scope, body, context, tokenize = 'porter unicode61 remove_diacritics 2'
 );

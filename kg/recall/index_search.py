@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -13,16 +14,31 @@ from kg.recall.keyword_index import KeywordIndex
 from kg.recall.memory_record import memory_from_json
 from kg.recall.query_text import match_expression, scope_token
 
-__all__ = ["Candidate", "Filters", "IndexSearch"]
+__all__ = ["ORDERS", "Candidate", "Filters", "IndexSearch"]
 
+# The unary + keeps SQLite from choosing an index for the time range: the project's B-trees
+# (type, time; recorded; session) serve the ORDER BY of the helpers instead.
 _FILTER = (
-    "m.project = ? AND m.recorded_at <= ? AND (m.retired_at IS NULL OR m.retired_at > ?)"
+    "m.project = ? AND +m.recorded_at <= ? AND (m.retired_at IS NULL OR m.retired_at > ?)"
     " AND (m.valid_from IS NULL OR m.valid_from <= ?)"
-    " AND (m.valid_until IS NULL OR m.valid_until > ?) AND m.confidence >= ?"
+    " AND (m.valid_until IS NULL OR m.valid_until > ?) AND +m.confidence >= ?"
 )
 _COLUMNS = "m.seq, m.confidence, m.timestamp, m.access_count, m.type"
 # bm25() weights per FTS column: scope (a filter only), body, neighbours' context.
 _BM25 = "bm25(memory_text, 0.0, 1.0, 0.5)"
+_RANKED = (
+    f"SELECT rowid, -{_BM25} AS score FROM memory_text WHERE memory_text MATCH ?"
+    " ORDER BY score DESC, rowid LIMIT ?"
+)
+# Orders the sorting helpers read from the index's B-trees (ids break ties, as in the graph).
+ORDERS = {
+    "oldest": "timestamp ASC, recorded_at ASC, id",
+    "newest": "timestamp DESC, id",
+    "recorded": "recorded_at DESC, id",
+    "confident": "confidence DESC, timestamp DESC, id",
+}
+_ORDER_COLUMNS = "m.seq, m.id, m.timestamp, m.recorded_at, m.confidence"
+MATRIX_CACHE_BYTES = 1 << 30  # float32 project matrices kept for semantic scans (LRU)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,37 +76,47 @@ class Candidate:
 
 
 class IndexSearch:
-    """Queries over a KeywordIndex; the per-project int8 matrix is cached until it changes."""
+    """Queries over a KeywordIndex; per-project float32 matrices are cached until they change."""
 
     def __init__(self, index: KeywordIndex) -> None:
         self.index = index
-        self._matrices: dict[str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int8]]] = {}
+        self._matrices: OrderedDict[
+            str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]]] = OrderedDict()
+        self._sizes: dict[str, tuple[int, int]] = {}
 
     def keyword(self, filters: Filters, tokens: list[str], *, limit: int,
                 all_words: bool = False) -> list[Candidate]:
         """The best `limit` BM25 matches of `tokens` (any, or all) among filtered memories."""
-        where, params = filters.sql()
         # all_words is the "facts about a topic" test: every word in the memory's own text.
         match = match_expression(tokens, scope=scope_token(filters.project),
                                  operator="AND" if all_words else "OR", context=not all_words)
-        sql = (
-            f"SELECT {_COLUMNS}, -{_BM25} AS score FROM memory_text"
-            f" JOIN memory m ON m.seq = memory_text.rowid"
-            f" WHERE memory_text MATCH ? AND {where} ORDER BY score DESC LIMIT ?"
-        )
-        with self.index.lock:
-            rows = self.index.db.execute(sql, (match, *params, limit)).fetchall()
-        return [Candidate(r[0], r[1], r[2], r[3], r[4], bm25=float(r[5])) for r in rows]
+        # Rank in FTS5 alone (no join per matching row), then filter the best rows by their
+        # seq; widen the window only when filters dropped too many of them.
+        window = max(limit * 2, 100)
+        while True:
+            with self.index.lock:
+                ranked = self.index.db.execute(_RANKED, (match, window)).fetchall()
+            scores = {seq: float(score) for seq, score in ranked}
+            kept = self.matching(filters, [seq for seq, _ in ranked])
+            if len(kept) >= limit or len(ranked) < window:
+                break
+            window *= 4
+        return [Candidate(c.seq, c.confidence, c.timestamp, c.access_count, c.type,
+                          bm25=scores[c.seq]) for c in kept[:limit]]
 
     def matching(self, filters: Filters, seqs: Sequence[int]) -> list[Candidate]:
         """The candidates among `seqs` that pass `filters`, in the order given."""
         if not seqs:
             return []
         where, params = filters.sql()
-        marks = ",".join("?" * len(seqs))
-        sql = f"SELECT {_COLUMNS} FROM memory m WHERE m.seq IN ({marks}) AND {where}"
-        with self.index.lock:
-            found = {r[0]: Candidate(*r) for r in self.index.db.execute(sql, (*seqs, *params))}
+        found: dict[int, Candidate] = {}
+        for start in range(0, len(seqs), 900):
+            chunk = seqs[start:start + 900]
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT {_COLUMNS} FROM memory m WHERE m.seq IN ({marks}) AND {where}"
+            with self.index.lock:
+                found.update((r[0], Candidate(*r))
+                             for r in self.index.db.execute(sql, (*chunk, *params)))
         return [found[s] for s in seqs if s in found]
 
     def vectors(self, seqs: Sequence[int]) -> dict[int, npt.NDArray[np.int8]]:
@@ -104,11 +130,12 @@ class IndexSearch:
                 " AND embedding IS NOT NULL", tuple(seqs)).fetchall()
         return {seq: np.frombuffer(blob, dtype=np.int8) for seq, blob in rows}
 
-    def matrix(self, project: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int8]]:
-        """All of a project's embeddings as one int8 matrix (rows) and their seqs."""
+    def matrix(self, project: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """All of a project's embeddings as one float32 matrix (rows, ~unit) and their seqs."""
         generation = self.index.generation.get(project, 0)
         cached = self._matrices.get(project)
         if cached is not None and cached[0] == generation:
+            self._matrices.move_to_end(project)
             return cached[1], cached[2]
         with self.index.lock:
             rows = self.index.db.execute(
@@ -117,8 +144,14 @@ class IndexSearch:
         seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         dim = len(rows[0][1]) if rows else 0
         codes = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), dim)
-        self._matrices[project] = (generation, seqs, codes)
-        return seqs, codes
+        # Converted once and kept: converting int8 on every recall cost more than the product.
+        unit = codes.astype(np.float32)
+        unit /= 127.0
+        self._matrices[project] = (generation, seqs, unit)
+        while len(self._matrices) > 1 and sum(
+                m[2].nbytes for m in self._matrices.values()) > MATRIX_CACHE_BYTES:
+            self._matrices.popitem(last=False)
+        return seqs, unit
 
     def records(self, seqs: Sequence[int]) -> dict[int, Memory]:
         """The full Memory records of `seqs`, read from the index's JSON copies."""
@@ -142,9 +175,36 @@ class IndexSearch:
                 found.update((i, memory_from_json(text)) for i, text in rows.fetchall())
         return found
 
+    def ordered(self, filters: Filters, order: str, *, limit: int, session: str | None = None,
+                ids: Sequence[str] | None = None) -> list[tuple[int, str]]:
+        """(seq, id) of filtered memories in one of ORDERS, first `limit` (index scans only)."""
+        key = ORDERS[order]
+        parts, params = [], []
+        # One ordered, limited scan per type (a B-tree range each), merged by the outer ORDER BY.
+        for kind in filters.types or (None,):
+            where, values = replace(filters, types=None if kind is None else (kind,)).sql()
+            if session is not None:
+                where += " AND m.session = ?"
+                values.append(session)
+            if ids is not None:
+                where += " AND m.id IN (" + ",".join("?" * len(ids)) + ")"
+                values.extend(ids)
+            parts.append(f"SELECT * FROM (SELECT {_ORDER_COLUMNS} FROM memory m WHERE {where}"
+                         f" ORDER BY {key} LIMIT ?)")
+            params += [*values, limit]
+        sql = " UNION ALL ".join(parts) + f" ORDER BY {key} LIMIT ?"
+        with self.index.lock:
+            rows = self.index.db.execute(sql, (*params, limit)).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
     def project_size(self, project: str) -> int:
-        """How many memories (any state) the index holds for a project."""
+        """How many memories (any state) the index holds for a project (cached per generation)."""
+        generation = self.index.generation.get(project, 0)
+        cached = self._sizes.get(project)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
         with self.index.lock:
             row = self.index.db.execute(
                 "SELECT COUNT(*) FROM memory WHERE project = ?", (project,)).fetchone()
+        self._sizes[project] = (generation, int(row[0]))
         return int(row[0])

@@ -61,6 +61,10 @@ class KeywordIndex:
         )
         self.db.execute("PRAGMA journal_mode = WAL" if path else "PRAGMA journal_mode = MEMORY")
         self.db.execute("PRAGMA synchronous = NORMAL")
+        # Recall reads rows by key all over the file: map it (no read() per page) and keep a
+        # larger page cache than the 2 MB default.
+        self.db.execute("PRAGMA mmap_size = 8589934592")
+        self.db.execute("PRAGMA cache_size = -131072")
         self.generation: dict[str, int] = {}  # per project, bumped when texts come or go
         self.db.executescript(SCHEMA)
         self.db.execute(

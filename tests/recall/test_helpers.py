@@ -142,3 +142,35 @@ def test_related_memories(recall: Recall, project: dict[str, Memory]) -> None:
     assert deeper[project["conv"].id].depth == 2  # conv relatedTo fact_db2, which refines it
     assert deeper[project["conv"].id].relation == "relatedTo"
     assert project["fact_other"].id not in deeper  # sessions are not walked past depth 1
+
+
+@pytest.mark.parametrize(("helper", "query"), [
+    ("decisions_in_order", "decisions_in_order"), ("project_conventions", "project_conventions"),
+    ("recent_memories", "recent_memories"), ("session_memories", "memories_in_session"),
+])
+@pytest.mark.parametrize("superseded", [False, True])
+def test_index_ordered_helpers_match_the_graph_queries(
+        recall: Recall, project: dict[str, Memory], helper: str, query: str,
+        superseded: bool) -> None:
+    """The helpers read ids and order from the index; the graph-only queries must agree."""
+    from pyoxigraph import QuerySolutions
+
+    from kg.longterm.triples import datetime_literal
+    from kg.memory import session_iri
+    from kg.resources import query_text
+
+    recall.memory.forget(project["dec2"].id, project="p1", reason="changed")
+    recall.memory.forget(project["conv2"].id, project="p1", reason="changed")
+    recall.clock.tick()
+    at = recall.clock()
+    extra = {"session": session_iri("s3")} if helper == "session_memories" else {}
+    result = recall.store.query(query_text(query), default_graph=[long_term("p1")],
+                                substitutions={"at": datetime_literal(at),
+                                               "includeSuperseded": Literal(superseded),
+                                               **extra})
+    assert isinstance(result, QuerySolutions)
+    expected = list(dict.fromkeys(
+        str(row["memory"].value).rsplit("/", 1)[-1] for row in result))
+    args = ("s3",) if helper == "session_memories" else ()
+    got = getattr(recall.helpers, helper)("p1", *args, include_superseded=superseded, as_of=at)
+    assert ids(got) == expected and expected
