@@ -14,6 +14,7 @@ from bench.harness import (
     QUICK_SIZES,
     ROOT,
     SCENARIOS,
+    Outcome,
     outcomes_to_json,
     run_all,
 )
@@ -38,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
                         "BENCHMARKS.quick.md]")
     parser.add_argument("--img-dir", type=Path,
                         help="where plots go [default docs/benchmarks/img next to the report]")
+    parser.add_argument("--from-json", type=Path, metavar="FILE",
+                        help="re-render the report from a results file (BENCHMARKS.json) "
+                        "without running anything")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 if any scenario failed or missed a target")
     return parser
@@ -66,8 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         img_dir = ROOT / "docs" / "benchmarks" / "img"
     started = time.perf_counter()
-    outcomes = run_all(names, repeats=repeats, sizes=sizes, quick=args.quick, timeout=timeout)
-    seconds = time.perf_counter() - started
+    if args.from_json is not None:
+        outcomes = [Outcome(**item) for item in json.loads(args.from_json.read_text())]
+        seconds = sum(o.seconds for o in outcomes)
+    else:
+        outcomes = run_all(names, repeats=repeats, sizes=sizes, quick=args.quick,
+                           timeout=timeout)
+        seconds = time.perf_counter() - started
     path = write_report(outcomes, output=output, img_dir=img_dir, quick=args.quick,
                         repeats=repeats, sizes=sizes, seconds=seconds)
     results = path.with_name(path.stem + ".json")

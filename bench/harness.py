@@ -60,7 +60,8 @@ class Outcome:
     @property
     def passed(self) -> bool:
         """True if it ran and every row met its target."""
-        return self.status == "ok" and all(bool(r.get("ok")) for r in self.rows)
+        # ok None marks an informational row (no target).
+        return self.status == "ok" and all(r.get("ok") is not False for r in self.rows)
 
 
 def _accepts(func: Any, name: str) -> bool:

@@ -89,7 +89,8 @@ def _fmt(value: Any) -> str:
 def _status(outcome: Outcome) -> str:
     if outcome.status != "ok":
         return f"**{outcome.status.upper()}**"
-    failed = sum(1 for r in outcome.rows if not r.get("ok"))
+    # ok None marks an informational row (no target): neither a pass nor a failure.
+    failed = sum(1 for r in outcome.rows if r.get("ok") is False)
     return "pass" if not failed else f"**FAIL** ({failed} of {len(outcome.rows)} rows)"
 
 
@@ -99,10 +100,13 @@ def _table(rows: Sequence[dict[str, Any]]) -> list[str]:
     cols = ["metric", "n", "median", "p95", "unit", "target", "baseline", "ratio", *extra, "ok"]
     cols = [c for c in cols if c in ("metric", "median", "p95", "unit", "target", "ok")
             or any(c in r for r in rows)]
+    if len({r.get("scenario") for r in rows}) > 1:  # several scenarios share one module
+        cols.insert(0, "scenario")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in rows:
         cells = [_fmt(row.get(c)) for c in cols]
-        cells[-1] = "pass" if row.get("ok") else "**FAIL**"
+        ok = row.get("ok")
+        cells[-1] = "–" if ok is None else ("pass" if ok else "**FAIL**")
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
@@ -203,5 +207,13 @@ def write_report(outcomes: Sequence[Outcome], *, output: Path, img_dir: Path, qu
             rel = os.path.relpath(plots[name], output.parent)
             lines += ["", f"![{name} latency against store size]({rel})"]
     output.parent.mkdir(parents=True, exist_ok=True)
+    notes = sorted((output.parent / "docs" / "benchmarks").glob("*.md"))
+    if notes:
+        # Figures that need a long set-up (1M-memory recall, the Virtuoso run, the full
+        # reliability suite) are measured by their own commands and kept in these pages.
+        lines += ["", "## Per-area notes", "",
+                  "Longer measurements (recall at 1,000,000 memories, Virtuoso, the full",
+                  "reliability suite) and their analysis live beside this report:", ""]
+        lines += [f"- [{n.stem}]({n.relative_to(output.parent)})" for n in notes]
     output.write_text("\n".join(lines) + "\n")
     return output
