@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from kg.errors import ValidationError
+from kg.store.lexer import string_end
 
 __all__ = ["DEFAULT_MAX_NESTING", "NestingTooDeepError", "check_nesting"]
 
@@ -68,26 +69,6 @@ def _max_depth(text: str, limit: int) -> int:
             if end < n and text[end] == ">":
                 i = end
         elif c in "\"'":
-            i = _skip_string(text, i)
+            i = string_end(text, i) - 1
         i += 1
     return deepest
-
-
-def _skip_string(text: str, start: int) -> int:
-    """Return the index of the last character of the string literal starting at `start`."""
-    quote = text[start]
-    long = text.startswith(quote * 3, start)
-    delimiter = quote * 3 if long else quote
-    i = start + len(delimiter)
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if text.startswith(delimiter, i):
-            return i + len(delimiter) - 1
-        if not long and c in "\r\n":
-            return i
-        i += 1
-    return n

@@ -14,8 +14,16 @@ from urllib.parse import urljoin
 from kg.errors import ValidationError
 
 __all__ = [
-    "Token", "TokenKind", "dataset_clauses", "mentions_keyword", "prefixes", "query_form",
-    "resolve", "tokenize", "with_using",
+    "Token",
+    "TokenKind",
+    "dataset_clauses",
+    "mentions_keyword",
+    "prefixes",
+    "query_form",
+    "resolve",
+    "string_end",
+    "tokenize",
+    "with_using",
 ]
 
 TokenKind = Literal["iri", "word", "var", "string", "punct"]
@@ -58,7 +66,7 @@ def tokenize(text: str) -> Iterator[Token]:
                 yield Token("punct", c, i)
                 i += 1
         elif c in "\"'":
-            end = _string_end(text, i)
+            end = string_end(text, i)
             yield Token("string", text[i:end], i)
             i = end
         elif c in "?$" and i + 1 < n and _is_word_char(text[i + 1]):
@@ -183,7 +191,7 @@ def _is_word_char(c: str) -> bool:
     return c.isalnum() or c == "_" or ord(c) > 0x7F
 
 
-def _string_end(text: str, start: int) -> int:
+def string_end(text: str, start: int) -> int:
     """Return the index just past the string literal starting at `start`."""
     quote = text[start]
     long = text.startswith(quote * 3, start)

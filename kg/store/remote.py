@@ -28,12 +28,12 @@ from kg.errors import QuerySyntaxError, StoreError, ValidationError
 from kg.settings import Settings
 from kg.store.base import GraphName, QueryResult, Term
 from kg.store.guard import check_nesting
+from kg.store.lexer import query_form
 from kg.store.sparql_client import HttpAnswer, SparqlClient
 from kg.store.sparql_terms import (
     bind_values,
     data_update,
     graph_text,
-    query_form,
     scope_graphs,
     term_json,
 )
@@ -129,7 +129,7 @@ class RemoteStore:
         text = bind_values(sparql, substitutions) if substitutions else sparql
         if base_iri is not None:
             text = f"BASE {NamedNode(base_iri)}\n{text}"
-        form = query_form(sparql)
+        form = query_form(sparql) or ""
         if self.dialect == "virtuoso":
             dataset, pragmas = self._virtuoso_dataset(default_graph, named_graphs,
                                                       use_default_graph_as_union)

@@ -17,8 +17,9 @@ from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad, Triple
 
 from kg.errors import ValidationError
 from kg.store.base import GraphName, Term
+from kg.store.lexer import string_end
 
-__all__ = ["bind_values", "data_update", "graph_text", "query_form", "scope_graphs", "term_json",
+__all__ = ["bind_values", "data_update", "graph_text", "scope_graphs", "term_json",
            "term_text"]
 
 _VARNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -149,11 +150,6 @@ def bind_values(sparql: str, substitutions: Mapping[str, Term]) -> str:
     return sparql[:start + 1] + values + sparql[start + 1:]
 
 
-def query_form(sparql: str) -> str:
-    """Return the query form keyword (SELECT, ASK, CONSTRUCT, DESCRIBE), or "" if none."""
-    return _outline(sparql).form
-
-
 def _outline(text: str) -> _Outline:
     """Scan the top level of a query: the form keyword, its projection, the `{…}` groups."""
     out = _Outline()
@@ -183,7 +179,7 @@ def _outline(text: str) -> _Outline:
             if end < n and text[end] == ">":
                 i = end
         elif c in "\"'":
-            i = _skip_string(text, i)
+            i = string_end(text, i) - 1
         elif c in "?$":
             name = _NAME.match(text, i + 1)
             if name is not None:
@@ -292,7 +288,7 @@ def _skip_token(text: str, i: int) -> int:
         found = text.find("\n", i)
         return len(text) - 1 if found < 0 else found
     if c in "\"'":
-        return _skip_string(text, i)
+        return string_end(text, i) - 1
     if c == "<":
         iri = re.match(r"<[^<>\"{}|^`\\\s]*>", text[i:])
         return i + iri.end() - 1 if iri else i
@@ -318,19 +314,3 @@ def _matching_brace(text: str, open_at: int, end: int) -> int:
                 return i
         i += 1
     return -1
-
-
-def _skip_string(text: str, start: int) -> int:
-    """Return the index of the last character of the string literal starting at `start`."""
-    quote = text[start]
-    delimiter = quote * 3 if text.startswith(quote * 3, start) else quote
-    i = start + len(delimiter)
-    n = len(text)
-    while i < n:
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text.startswith(delimiter, i):
-            return i + len(delimiter) - 1
-        i += 1
-    return n
