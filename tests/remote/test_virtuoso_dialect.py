@@ -15,7 +15,7 @@ from pyoxigraph import (
     Store,
 )
 
-from kg.store.remote import _virtuoso_solutions
+from kg.store.sparql_results import virtuoso_solutions
 from kg.store.sparql_terms import scope_graphs
 
 EX = "https://example.org/"
@@ -70,16 +70,16 @@ def test_virtuoso_answers_read_back_exactly() -> None:
     ask = b'{"head":{"vars":["__ASK_RETVAL"]},"results":{"bindings":[{"__ASK_RETVAL":' \
           b'{"type":"typed-literal","datatype":"http://www.w3.org/2001/XMLSchema#integer",' \
           b'"value":"1"}}]}}'
-    assert isinstance(yes := _virtuoso_solutions(ask, "ASK", {}), QueryBoolean) and bool(yes)
+    assert isinstance(yes := virtuoso_solutions(ask, "ASK", {}), QueryBoolean) and bool(yes)
     empty = b'{"head":{"vars":["__ASK_RETVAL"]},"results":{"bindings":[]}}'
-    assert not bool(_virtuoso_solutions(empty, "ASK", {}))
+    assert not bool(virtuoso_solutions(empty, "ASK", {}))
     boolean = '{"type":"typed-literal","datatype":"http://www.w3.org/2001/XMLSchema#boolean",' \
               '"value":"1"}'
     body = ('{"head":{"vars":["s","o","b","__kg_g1"]},"results":{"bindings":[{"s":{"type":'
             '"bnode","value":"nodeID://b10000"},"o":{"type":"typed-literal","datatype":'
             '"http://www.w3.org/2001/XMLSchema#integer","value":"1"},"b":' + boolean + ','
             '"__kg_g1":{"type":"uri","value":"https://example.org/g1"}}]}}').encode()
-    result = _virtuoso_solutions(body, "SELECT", {"o": Literal(True)})
+    result = virtuoso_solutions(body, "SELECT", {"o": Literal(True)})
     assert isinstance(result, QuerySolutions)
     assert [v.value for v in result.variables] == ["s", "o", "b"]
     row = next(iter(result))
