@@ -11,7 +11,7 @@ from types import FrameType
 from waitress.server import create_server
 
 from api.app import create_app
-from api.housekeeping import Housekeeper
+from api.housekeeping import Housekeeper, limit_process_memory
 from api.services import close_app
 from kg.settings import Settings
 from kg.store import Store, open_store
@@ -34,6 +34,9 @@ class _Shutdown(KeyboardInterrupt):
 def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
     """Open the store, build the app and serve until SIGINT/SIGTERM, then flush and close."""
     threading.stack_size(WORKER_STACK_BYTES)
+    # Before the store's and the server's threads exist (docs/benchmarks/reliability.md).
+    limit_process_memory(malloc_arenas=settings.malloc_arena_max,
+                         sqlite_heap_mb=settings.sqlite_heap_limit_mb)
     store: Store = open_store(settings)
     try:
         app = create_app(settings, store=store)

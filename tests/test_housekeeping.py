@@ -1,14 +1,67 @@
-"""The serving process's housekeeping: write buffers flushed to disk on a timer."""
+"""The serving process's housekeeping: allocator limits at start-up, write buffers flushed."""
 
 from __future__ import annotations
 
+import os
+import sqlite3
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from pyoxigraph import NamedNode, Quad
 
-from api.housekeeping import Housekeeper
+from api.housekeeping import Housekeeper, limit_process_memory
 from kg.store import EmbeddedStore
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Eight threads allocate at once, then glibc's malloc_info counts the arenas it made.
+_ARENAS = """
+import ctypes, re, sys, tempfile, threading
+from api.housekeeping import limit_process_memory
+limit = int(sys.argv[1])
+if limit:
+    limit_process_memory(malloc_arenas=limit, sqlite_heap_mb=0)
+ready, go = threading.Barrier(9), threading.Event()
+def work():
+    ready.wait(); go.wait()
+    for _ in range(2000):
+        bytes(bytearray(4096))
+threads = [threading.Thread(target=work) for _ in range(8)]
+for t in threads: t.start()
+ready.wait(); go.set()
+for t in threads: t.join()
+libc = ctypes.CDLL("libc.so.6")
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+with tempfile.NamedTemporaryFile(suffix=".xml") as out:
+    stream = libc.fopen(out.name.encode(), b"w")
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    print(len(re.findall(r'<heap nr="', open(out.name).read())))
+"""
+
+
+def _arenas(limit: int) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    result = subprocess.run([sys.executable, "-c", _ARENAS, str(limit)], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60, check=True)
+    return int(result.stdout.split()[-1])
+
+
+@pytest.fixture
+def sqlite_limit() -> Iterator[None]:
+    """Put SQLite's process-wide soft heap limit back as it was."""
+    db = sqlite3.connect(":memory:")
+    before = db.execute("PRAGMA soft_heap_limit").fetchone()[0]
+    yield
+    db.execute(f"PRAGMA soft_heap_limit = {before}")
+    db.close()
 
 
 def _tables(path: Path) -> set[str]:
@@ -51,3 +104,22 @@ def test_interval_zero_starts_no_thread(tmp_path: Path) -> None:
         assert not keeper._thread.is_alive()
     finally:
         store.close()
+
+
+def test_the_arena_limit_holds_eight_allocating_threads_to_two_arenas() -> None:
+    assert _arenas(0) > 2  # glibc's default gives each new thread its own arena
+    assert _arenas(2) == 2
+
+
+def test_an_explicit_malloc_arena_max_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_process_memory(malloc_arenas=2, sqlite_heap_mb=0) == {}
+
+
+def test_the_sqlite_heap_limit_is_set_for_every_connection(sqlite_limit: None) -> None:
+    assert limit_process_memory(malloc_arenas=0, sqlite_heap_mb=8) == {"sqlite_heap_mb": 8}
+    other = sqlite3.connect(":memory:")
+    try:
+        assert other.execute("PRAGMA soft_heap_limit").fetchone()[0] == 8 * 1024 * 1024
+    finally:
+        other.close()

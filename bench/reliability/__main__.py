@@ -29,7 +29,8 @@ BEGIN, END = "<!-- reliability-report:begin -->", "<!-- reliability-report:end -
 CHECKS: dict[str, tuple[Callable[[Path], CheckResult], Callable[[Path], CheckResult]]] = {
     "durability": (lambda d: durability.run(20, workdir=d),
                    lambda d: durability.run(3, workdir=d)),
-    "soak": (lambda d: soak.run(60, workdir=d), lambda d: soak.run(5, workdir=d, memories=2_000)),
+    "soak": (lambda d: soak.run(60, workdir=d, warm_up=soak.FULL_WARM_UP_SECONDS),
+             lambda d: soak.run(5, workdir=d, memories=2_000)),
     "fuzz": (lambda d: fuzz.run(10_000, workdir=d), lambda d: fuzz.run(300, workdir=d)),
     "security": (lambda d: security.run(workdir=d), lambda d: security.run(workdir=d)),
     "backup": (lambda d: backup.run(3, workdir=d), lambda d: backup.run(1, workdir=d)),
