@@ -34,6 +34,7 @@ from kg.longterm.errors import RecallUnavailableError
 from kg.longterm.promotion import PromotionEngine, PromotionResult, PromotionTrigger
 from kg.longterm.tools import TOOL_DEFINITIONS, MemoryToolExecutor, ToolContext
 from kg.memory import Memory
+from kg.recall.catch_up import IndexCatchUp
 from kg.recall.engine import RecallEngine, index_location
 from kg.recall.keyword_index import KeywordIndex
 from kg.settings import Settings
@@ -107,8 +108,10 @@ class MemoryService:
         promotion: PromotionEngine | None = None,
         owns_store: bool = False,
         token_budget: int = DEFAULT_TOTAL,
+        catch_up: IndexCatchUp | None = None,
     ) -> None:
         self.store = store
+        self.catch_up = catch_up  # started by the caller; stopped by close()
         self.long_term = long_term
         self.recall_engine = recall_engine
         self.promotion = promotion if promotion is not None else PromotionEngine(long_term)
@@ -140,10 +143,19 @@ class MemoryService:
             engine.ensure_index(progress=False)  # a missing index must exist before serving
         else:
             _verify_in_background(engine)
-        return cls(store, long_term=long_term, recall_engine=engine, owns_store=owns)
+        catch_up = None
+        if settings.backend == "remote" and settings.index_catch_up_interval > 0:
+            # Other instances write to the same server: learn of their writes while running.
+            catch_up = IndexCatchUp(store, long_term, index,
+                                    interval=settings.index_catch_up_interval)
+            catch_up.start()
+        return cls(store, long_term=long_term, recall_engine=engine, owns_store=owns,
+                   catch_up=catch_up)
 
     def close(self) -> None:
         """Finish background work, flush recall counts; close the store if this opened it."""
+        if self.catch_up is not None:
+            self.catch_up.stop()
         self.hooks.close()
         self.long_term.close()
         if self.recall_engine is not None:

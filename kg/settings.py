@@ -46,6 +46,15 @@ class Settings(BaseSettings):
         ),
     )
 
+    # --- recall catch-up (kg/recall/catch_up.py): other instances' writes on a remote store ----
+    index_catch_up_interval: float = Field(
+        default=1.0, ge=0,
+        description=(
+            "Seconds between catch-ups of the recall index with memories other instances "
+            "remembered, forgot or purged on the shared remote store (KG_BACKEND=remote); 0 = off."
+        ),
+    )
+
     # --- SPARQL endpoint and graph store (api/sparql.py, api/graph_store.py, api/auth.py) -----
     tokens: dict[str, str] = Field(
         default_factory=dict,
@@ -117,11 +126,21 @@ class Settings(BaseSettings):
         description="Directory of backups taken while serving; '' = '<store dir>.backups'.",
     )
 
-    # --- memory under load (api/housekeeping.py): bounds RocksDB write buffers in a server ----
+    # --- memory under load (api/housekeeping.py): write buffers, malloc arenas, SQLite heap ---
     store_flush_interval: float = Field(
         default=5.0, ge=0,
         description="Seconds between flushes of the store's write buffers (and malloc_trim) "
         "while serving; 0 = never (they then grow to 128 MiB per column family).",
+    )
+    malloc_arena_max: int = Field(
+        default=2, ge=0, le=1024,
+        description="glibc malloc arenas of a server (M_ARENA_MAX, set at start-up); 0 = glibc's "
+        "default of 8 per core. An explicit MALLOC_ARENA_MAX variable wins.",
+    )
+    sqlite_heap_limit_mb: int = Field(
+        default=32, ge=0,
+        description="SQLite's soft heap limit in a server, MiB (past it the recall index's page "
+        "cache reuses pages instead of growing); 0 = none.",
     )
 
     # --- long-term memory and promotion (kg/longterm) -----------------------------------------

@@ -201,10 +201,20 @@ class RecallEngine:
 
     def ensure_index(self, *, progress: bool = True) -> bool:
         """Rebuild the index from the store if it is missing or out of date; True if rebuilt."""
-        self.memories.flush()  # pending access counts would make the fingerprints differ
+        self.memories.flush()  # a rebuild then reads this instance's recall counts too
+        self.repair_text(progress=progress)
         if self.is_index_current():
             return False
         self.rebuild_index(progress=progress)
+        return True
+
+    def repair_text(self, *, progress: bool = True) -> bool:
+        """Re-index the words from the index's own rows if a crash left them behind."""
+        if not self.index.text_stale:
+            return False
+        if progress:
+            print("recall index: re-indexing the words of every memory", file=sys.stderr)
+        self.index.rebuild_text()
         return True
 
     def rebuild_index(self, *, progress: bool = True) -> int:
@@ -227,11 +237,15 @@ def _product(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
 
 
 def _same(a: IndexFingerprint, b: IndexFingerprint) -> bool:
+    """True if both hold the same memories and retirements (recall counts aside)."""
+    # Access totals are not compared: recall counts drift between instances sharing a store,
+    # and a full rebuild for them costs minutes at 1M memories; kg/recall/catch_up.py reloads
+    # the memories whose counts another instance changed.
     def close(x: float | None, y: float | None) -> bool:
         return (x is None) == (y is None) and (x is None or abs(x - (y or 0.0)) < 0.002)
 
     return (
-        (a.count, a.retired, a.access_total) == (b.count, b.retired, b.access_total)
+        (a.count, a.retired) == (b.count, b.retired)
         and close(a.latest_recorded, b.latest_recorded)
         and (a.retired == 0 or close(a.latest_retired, b.latest_retired))
     )

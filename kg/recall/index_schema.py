@@ -5,12 +5,11 @@ from __future__ import annotations
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "fingerprint_sql"]
 
 # Bump when the tables or the indexed text change: an older file is then rebuilt from the store.
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 # `memory` holds everything filtering and ranking need, so recall never reads the store per
-# candidate; `record` is the whole Memory as JSON for the hits. `memory_text` is the FTS5 table
-# (rowid = memory.seq): `scope` is an opaque project token, `body` the memory's own text,
-# `context` the text of its neighbours in the same session (weighted lower by bm25()).
+# candidate; `record` is the whole Memory as JSON for the hits; `body` is the text the keyword
+# index (kg/recall/text_index.py, tantivy) holds for the memory, with its neighbours' as context.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memory (
@@ -36,9 +35,6 @@ CREATE INDEX IF NOT EXISTS memory_by_type_time ON memory (project, type, timesta
 CREATE INDEX IF NOT EXISTS memory_by_type_confidence
     ON memory (project, type, confidence, timestamp);
 CREATE INDEX IF NOT EXISTS memory_by_recorded ON memory (project, recorded_at);
-CREATE VIRTUAL TABLE IF NOT EXISTS memory_text USING fts5 (
-    scope, body, context, tokenize = 'porter unicode61 remove_diacritics 2'
-);
 """
 
 _FINGERPRINT = """

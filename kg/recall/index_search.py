@@ -12,7 +12,7 @@ import numpy.typing as npt
 from kg.memory import Memory
 from kg.recall.keyword_index import KeywordIndex
 from kg.recall.memory_record import memory_from_json
-from kg.recall.query_text import match_expression, scope_token
+from kg.recall.query_text import require_words
 
 __all__ = ["ORDERS", "Candidate", "Filters", "IndexSearch"]
 
@@ -24,12 +24,6 @@ _FILTER = (
     " AND (m.valid_until IS NULL OR m.valid_until > ?) AND +m.confidence >= ?"
 )
 _COLUMNS = "m.seq, m.confidence, m.timestamp, m.access_count, m.type"
-# bm25() weights per FTS column: scope (a filter only), body, neighbours' context.
-_BM25 = "bm25(memory_text, 0.0, 1.0, 0.5)"
-_RANKED = (
-    f"SELECT rowid, -{_BM25} AS score FROM memory_text WHERE memory_text MATCH ?"
-    " ORDER BY score DESC, rowid LIMIT ?"
-)
 # Orders the sorting helpers read from the index's B-trees (ids break ties, as in the graph).
 ORDERS = {
     "oldest": "timestamp ASC, recorded_at ASC, id",
@@ -88,15 +82,14 @@ class IndexSearch:
                 all_words: bool = False) -> list[Candidate]:
         """The best `limit` BM25 matches of `tokens` (any, or all) among filtered memories."""
         # all_words is the "facts about a topic" test: every word in the memory's own text.
-        match = match_expression(tokens, scope=scope_token(filters.project),
-                                 operator="AND" if all_words else "OR", context=not all_words)
-        # Rank in FTS5 alone (no join per matching row), then filter the best rows by their
-        # seq; widen the window only when filters dropped too many of them.
+        require_words(tokens)
+        # Rank in the keyword index alone (top-k, the project's own postings), then filter the
+        # best rows by their seq in SQLite; widen the window only when filters dropped too many.
         window = max(limit * 2, 100)
         while True:
-            with self.index.lock:
-                ranked = self.index.db.execute(_RANKED, (match, window)).fetchall()
-            scores = {seq: float(score) for seq, score in ranked}
+            ranked = self.index.search_text(filters.project, tokens, limit=window,
+                                            all_words=all_words)
+            scores = dict(ranked)
             kept = self.matching(filters, [seq for seq, _ in ranked])
             if len(kept) >= limit or len(ranked) < window:
                 break
@@ -109,6 +102,9 @@ class IndexSearch:
         if not seqs:
             return []
         where, params = filters.sql()
+        # The unary + stops SQLite from scanning the project's B-tree (100,000s of rows at 1M)
+        # instead of looking the few seqs up by rowid.
+        where = where.replace("m.project = ?", "+m.project = ?", 1)
         found: dict[int, Candidate] = {}
         for start in range(0, len(seqs), 900):
             chunk = seqs[start:start + 900]

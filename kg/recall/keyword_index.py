@@ -1,4 +1,4 @@
-"""The recall index: SQLite FTS5 (BM25) plus int8 embeddings, kept in step as a MemoryListener."""
+"""The recall index: SQLite rows and int8 embeddings plus a tantivy keyword index, in step."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import TypeVar
 
 from kg.memory import Memory
+from kg.recall.analyzer import stems
 from kg.recall.embedding import Embedder, quantize
 from kg.recall.index_schema import SCHEMA, SCHEMA_VERSION, fingerprint_sql
 from kg.recall.memory_record import epoch, memory_to_json
-from kg.recall.query_text import scope_token
+from kg.recall.text_index import TextDocument, TextIndex
 
-__all__ = ["NEIGHBOURS", "IndexFingerprint", "KeywordIndex"]
+__all__ = ["NEIGHBOURS", "IndexFingerprint", "KeywordIndex", "text_location"]
 
 NEIGHBOURS = 2  # memories on each side in the same session whose text is indexed as context
+TEXT_COMMIT_INTERVAL = 1.0  # seconds between commits of the keyword index while writes come
 _INSERT = (
     "INSERT INTO memory (project, session, type, confidence, timestamp, recorded_at, retired_at,"
     " valid_from, valid_until, access_count, body, record, embedding, id)"
@@ -49,8 +51,20 @@ class IndexFingerprint:
     access_total: int
 
 
+def text_location(path: Path | None) -> Path | None:
+    """The keyword index's folder beside the SQLite file (`x.recall.sqlite` → `x.recall.text`)."""
+    return None if path is None else path.with_suffix(".text")
+
+
 class KeywordIndex:
-    """SQLite FTS5 index of long-term memories; one file (or in memory), safe across threads."""
+    """The recall index of long-term memories: one SQLite file and one tantivy folder (or both
+    in memory), safe across threads.
+
+    SQLite holds what filtering and ranking need and the records; tantivy holds the words.
+    Text writes reach searches at the next commit: a search commits first if any are pending,
+    and a thread commits them every TEXT_COMMIT_INTERVAL seconds. The meta key `text` is
+    'dirty' while writes are uncommitted, so a crash leaves a mark and the text is re-indexed
+    from SQLite (`text_stale`)."""
 
     def __init__(self, path: Path | None = None, *, embedder: Embedder | None = None) -> None:
         self.path = path
@@ -66,11 +80,30 @@ class KeywordIndex:
         self.db.execute("PRAGMA mmap_size = 8589934592")
         self.db.execute("PRAGMA cache_size = -131072")
         self.generation: dict[str, int] = {}  # per project, bumped when texts come or go
+        self._migrate()
         self.db.executescript(SCHEMA)
         self.db.execute(
             "INSERT OR IGNORE INTO meta VALUES ('schema', ?), ('embedder', ?)",
             (SCHEMA_VERSION, self.embedder_name),
         )
+        self.text = TextIndex(text_location(path))
+        self._text_dirty = False
+        rows = self.db.execute("SELECT COUNT(*) FROM memory").fetchone()[0]
+        mark = self.db.execute("SELECT value FROM meta WHERE key = 'text'").fetchone()
+        self.text_stale = (mark is not None and mark[0] == "dirty") or self.text.count() != rows
+        self._closed = threading.Event()
+        threading.Thread(target=self._commit_periodically, name="recall-text-commit",
+                         daemon=True).start()
+
+    def _migrate(self) -> None:
+        """Schema 3 kept the words in an FTS5 table: drop it (the text moves to tantivy)."""
+        has_meta = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone() is not None
+        if has_meta and self.db.execute(
+                "SELECT value FROM meta WHERE key = 'schema'").fetchone() == ("3",):
+            self.db.executescript(
+                "DROP TABLE IF EXISTS memory_text;"
+                f" UPDATE meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema';")
 
     @property
     def embedder_name(self) -> str:
@@ -92,9 +125,52 @@ class KeywordIndex:
         return IndexFingerprint(int(row[0]), row[1], int(row[2]), row[3], int(row[4] or 0))
 
     def close(self) -> None:
-        """Close the SQLite connection."""
+        """Commit pending text and close both halves."""
+        self._closed.set()
         with self.lock:
+            self.text.close()
+            self._mark_text("clean")
             self.db.close()
+
+    # --- the keyword half -------------------------------------------------------------------
+    def search_text(self, project: str, words: list[str], *, limit: int,
+                    all_words: bool = False) -> list[tuple[int, float]]:
+        """(seq, BM25) of the best `limit` memories of `project` for `words` (stemmed here)."""
+        self.commit_text()  # read your writes
+        return self.text.search(project, [s for w in words for s in stems(w)], limit=limit,
+                                all_words=all_words)
+
+    def commit_text(self) -> None:
+        """Make pending text writes visible to searches (and durable)."""
+        if not self._text_dirty:
+            return
+        with self.lock:
+            if self._text_dirty:
+                self.text.commit()
+                self._mark_text("clean")
+
+    def rebuild_text(self) -> int:
+        """Re-index every memory's words from the SQLite rows; returns how many."""
+        with self.lock:
+            self._mark_text("dirty")
+            self.text.clear()
+            done = self._index_all_text()
+            self.text.commit()
+            self._mark_text("clean")
+            self.text_stale = False
+            self.generation = {k: v + 1 for k, v in self.generation.items()}
+            return done
+
+    def _mark_text(self, state: str) -> None:
+        self._text_dirty = state == "dirty"
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('text', ?)", (state,))
+
+    def _commit_periodically(self) -> None:
+        while not self._closed.wait(TEXT_COMMIT_INTERVAL):
+            try:
+                self.commit_text()
+            except Exception:  # closed under us: the close committed already
+                return
 
     # --- MemoryListener ---------------------------------------------------------------------
     def memory_written(self, memory: Memory) -> None:
@@ -143,40 +219,34 @@ class KeywordIndex:
                                                                      strict=True)])
                     done += len(chunk)
                     yield done
-                self._index_all_text()
                 self.db.execute(
                     "INSERT INTO meta VALUES ('schema', ?), ('embedder', ?)",
                     (SCHEMA_VERSION, self.embedder_name),
                 )
-            self.db.execute("INSERT INTO memory_text (memory_text) VALUES ('optimize')")
-            self.generation = {k: v + 1 for k, v in self.generation.items()}
+            self.rebuild_text()
 
-    def _index_all_text(self) -> None:
+    def _index_all_text(self) -> int:
         rows = self.db.execute(
             "SELECT seq, project, session, body FROM memory"
             " ORDER BY project, session, timestamp, recorded_at, seq"
         )
         group: list[tuple[int, str, str, str]] = []
+        done = 0
         for row in rows:
             if group and group[-1][1:3] != row[1:3]:
-                self._index_session(group)
+                done += self._index_session(group)
                 group = []
             group.append(row)
-        self._index_session(group)
+        return done + self._index_session(group)
 
-    def _index_session(self, group: list[tuple[int, str, str, str]]) -> None:
-        if not group:
-            return
-        scope = scope_token(group[0][1])
-        self.db.executemany(
-            "INSERT INTO memory_text (rowid, scope, body, context) VALUES (?,?,?,?)",
-            [
-                (seq, scope, body, " ".join(
-                    g[3] for g in group[max(0, i - NEIGHBOURS):i] + group[i + 1:i + 1 + NEIGHBOURS]
-                ))
-                for i, (seq, _, _, body) in enumerate(group)
-            ],
-        )
+    def _index_session(self, group: list[tuple[int, str, str, str]]) -> int:
+        words = [stems(body) for _, _, _, body in group]
+        return self.text.put((
+            TextDocument(seq, project, words[i], [
+                s for w in words[max(0, i - NEIGHBOURS):i] + words[i + 1:i + 1 + NEIGHBOURS]
+                for s in w])
+            for i, (seq, project, _, _) in enumerate(group)
+        ), replace=False)
 
     # --- writing ---------------------------------------------------------------------------
     def _transaction(self) -> _Transaction:
@@ -221,8 +291,9 @@ class KeywordIndex:
                 neighbours.update(self._neighbours(seq))
         for chunk in _chunks(seqs, 500):
             marks = ",".join("?" * len(chunk))
-            self.db.execute(f"DELETE FROM memory_text WHERE rowid IN ({marks})", chunk)
             self.db.execute(f"DELETE FROM memory WHERE seq IN ({marks})", chunk)
+        self._text_write()
+        self.text.delete(seqs)
         self._refresh_text(neighbours - set(seqs))
 
     def _neighbours(self, seq: int) -> list[int]:
@@ -234,21 +305,71 @@ class KeywordIndex:
         return found
 
     def _refresh_text(self, seqs: Iterable[int]) -> None:
+        documents = []
         for seq in seqs:
             row = self.db.execute(
                 "SELECT project, body FROM memory WHERE seq = ?", (seq,)).fetchone()
             if row is None:
                 continue
-            context = " ".join(
-                r[0] for n in self._neighbours(seq)
+            context = [
+                s for n in self._neighbours(seq)
                 for r in self.db.execute("SELECT body FROM memory WHERE seq = ?", (n,))
-            )
-            self.db.execute("DELETE FROM memory_text WHERE rowid = ?", (seq,))
-            self.db.execute(
-                "INSERT INTO memory_text (rowid, scope, body, context) VALUES (?,?,?,?)",
-                (seq, scope_token(row[0]), row[1], context),
-            )
+                for s in stems(r[0])
+            ]
+            documents.append(TextDocument(seq, row[0], stems(row[1]), context))
+        if documents:
+            self._text_write()
+            self.text.put(documents)
 
+    def _text_write(self) -> None:
+        """Mark the text dirty (inside the caller's SQLite transaction) before writing to it."""
+        if not self._text_dirty:
+            self._mark_text("dirty")
+
+    # --- catch-up ---------------------------------------------------------------------------
+    # What kg/recall/catch_up.py compares with the store to learn of other instances' writes.
+    def project_counts(self) -> dict[str, int]:
+        """How many memories (retired ones included) the index holds, per project."""
+        with self.lock:
+            rows = self.db.execute("SELECT project, COUNT(*) FROM memory GROUP BY project")
+            return {str(project): int(count) for project, count in rows}
+
+    def project_ids(self, project: str) -> set[str]:
+        """The ids of every memory of `project` the index holds."""
+        with self.lock:
+            rows = self.db.execute("SELECT id FROM memory WHERE project = ?", (project,))
+            return {str(row[0]) for row in rows}
+
+    def memory_states(self, memory_ids: Sequence[str]) -> dict[str, tuple[bool, str | None]]:
+        """(retired, last accessed as ISO text) of each given memory that the index holds."""
+        found: dict[str, tuple[bool, str | None]] = {}
+        with self.lock:
+            for chunk in _chunks(list(memory_ids), 500):
+                rows = self.db.execute(
+                    "SELECT id, retired_at IS NOT NULL, json_extract(record, '$.last_accessed')"
+                    " FROM memory WHERE id IN (" + ",".join("?" * len(chunk)) + ")", chunk)
+                found.update((str(i), (bool(retired), last)) for i, retired, last in rows)
+        return found
+
+    def latest_change(self) -> float | None:
+        """The latest recorded or retired time the index holds (epoch seconds; None if empty)."""
+        with self.lock:
+            row = self.db.execute("SELECT MAX(recorded_at), MAX(retired_at) FROM memory").fetchone()
+        moments = [float(m) for m in row if m is not None]
+        return max(moments) if moments else None
+
+    def catch_up_watermark(self) -> float | None:
+        """The store time up to which catch-up applied every change (kept in `meta`)."""
+        with self.lock:
+            row = self.db.execute(
+                "SELECT value FROM meta WHERE key = 'catch_up_watermark'").fetchone()
+        return float(row[0]) if row is not None else None
+
+    def set_catch_up_watermark(self, moment: float) -> None:
+        """Remember the catch-up watermark (a rebuild drops it with the rest of `meta`)."""
+        with self.lock:
+            self.db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('catch_up_watermark', ?)", (repr(moment),))
 
 class _Transaction:
     """BEGIN … COMMIT, or ROLLBACK on any exception (the connection is in autocommit mode)."""

@@ -1,4 +1,4 @@
-"""Turning user query text into a safe FTS5 match expression (quoted tokens only)."""
+"""Checking user query text and choosing its search words (never parsed as query syntax)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ __all__ = [
     "MAX_QUERY_TOKENS",
     "STOP_WORDS",
     "InvalidQueryError",
-    "match_expression",
     "query_tokens",
-    "scope_token",
+    "require_words",
     "validate_query",
 ]
 
@@ -33,9 +32,8 @@ _STOP_TEXT = (
 )
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
-# \w in Python is Unicode-aware; FTS5's unicode61 tokenizer splits the same text further on
-# '_', which is harmless because each token is passed as a quoted phrase.
-_WORD = re.compile(r"\w+")
+# Letters and digits, Unicode-aware; kg.recall.analyzer splits and stems them the same way.
+_WORD = re.compile(r"[^\W_]+")
 
 
 class InvalidQueryError(ValidationError):
@@ -66,22 +64,9 @@ def query_tokens(text: str) -> list[str]:
     return (content or words)[:MAX_QUERY_TOKENS]
 
 
-def match_expression(
-    tokens: list[str], *, scope: str | None = None, operator: str = "OR", context: bool = True
-) -> str:
-    """Build an FTS5 expression: every token double-quoted, OR-ed (or AND-ed), maybe scoped."""
-    if operator not in ("OR", "AND"):
-        raise ValueError(f"operator must be OR or AND, not {operator!r}")
+def require_words(tokens: list[str]) -> None:
+    """Raise InvalidQueryError if a query left no searchable word."""
     if not tokens:
         raise InvalidQueryError(
             "query has no searchable word (letters or digits)", details={"field": "query"}
         )
-    # Tokens are \w+ runs, so they hold no '"'; doubling quotes anyway keeps this safe on its own.
-    words = f" {operator} ".join('"' + t.replace('"', '""') + '"' for t in tokens)
-    text = ("{body context}" if context else "body") + " : (" + words + ")"
-    return text if scope is None else f'scope : "{scope}" AND {text}'
-
-
-def scope_token(project: str) -> str:
-    """One opaque FTS token for a project id (hex, so no tokenizer or stemmer can split it)."""
-    return "p" + project.encode("utf-8").hex() + "q"

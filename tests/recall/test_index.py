@@ -75,7 +75,9 @@ def test_rebuild_after_losing_the_index_file_gives_identical_results(tmp_path: P
     assert engine.ensure_index(progress=False) is True
     assert engine.ensure_index(progress=False) is False
     after = [(h.memory.id, round(h.score, 4)) for h in engine.recall("p1", "flask tests")]
-    assert after == before and len(before) == 4
+    # Same memories in the same order. Scores may differ: BM25 statistics count replaced
+    # documents until tantivy merges their segments, and a rebuilt index has none.
+    assert [i for i, _ in after] == [i for i, _ in before] and len(before) == 4
     memory.close()
 
 

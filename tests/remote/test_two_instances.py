@@ -10,7 +10,9 @@ are read with GET and re-created on B under the same session id.
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -37,13 +39,13 @@ def call(server: RunningServer, method: str, path: str, body: object = None) -> 
 
 
 def instance(start: Callable[..., RunningServer], directory: Path,
-             oxigraph: OxigraphServer) -> RunningServer:
+             oxigraph: OxigraphServer, **env: str) -> RunningServer:
     """A `jido-kg serve --store DIR` configured for the remote backend on `oxigraph`."""
     env = {"KG_BACKEND": "remote", "KG_REMOTE_DIALECT": "oxigraph",
            "KG_REMOTE_QUERY_URL": f"{oxigraph.url}/query",
            "KG_REMOTE_UPDATE_URL": f"{oxigraph.url}/update",
            "KG_REMOTE_GRAPH_STORE_URL": f"{oxigraph.url}/store",
-           "KG_TOKENS": json.dumps({TOKEN: "write"})}
+           "KG_TOKENS": json.dumps({TOKEN: "write"}), **env}
     return start(directory, extra_env=env)
 
 
@@ -51,6 +53,16 @@ def recalled(server: RunningServer, project: str, query: str) -> list[str]:
     answer = call(server, "POST", f"/v1/projects/{project}/recall",
                   {"query": query, "mode": "text"})
     return [hit["memory"]["content"] for hit in answer["hits"]]
+
+
+def recalled_soon(server: RunningServer, project: str, query: str, expected: list[str],
+                  *, within: float = 10.0) -> list[str]:
+    """Recall until the answer is `expected` or `within` seconds passed; the last answer."""
+    deadline = time.monotonic() + within
+    while (found := recalled(server, project, query)) != expected and (
+            time.monotonic() < deadline):
+        time.sleep(0.1)
+    return found
 
 
 def hand_off(source: RunningServer, target: RunningServer, session_id: str,
@@ -127,3 +139,38 @@ def test_remembered_on_a_is_recalled_on_b_and_a_session_moves_from_a_to_b(
     # What the session promoted on B is read through A (the server is the one truth).
     memory = call(a, "GET", f"/v1/projects/acme/memories/{promoted}")
     assert memory["content"] == "Orders live in the orders_v2 table"
+
+
+def test_running_instances_catch_up_with_each_other(
+    server_factory: Callable[..., RunningServer],
+    oxigraph_factory: Callable[[], OxigraphServer],
+    tmp_path: Path,
+) -> None:
+    """Both instances run throughout; nothing restarts. B's index follows A's writes."""
+    oxigraph = oxigraph_factory()
+    a = instance(server_factory, tmp_path / "a", oxigraph, KG_INDEX_CATCH_UP_INTERVAL="0.2")
+    b = instance(server_factory, tmp_path / "b", oxigraph, KG_INDEX_CATCH_UP_INTERVAL="0.2")
+    assert recalled(b, "acme", "redis cache") == []
+
+    made = call(a, "POST", "/v1/projects/acme/memories",
+                {"content": "The cache is Redis on port 6380", "memory_type": "fact"})
+    call(a, "POST", "/v1/projects/scratch/memories", {"content": "Scratch notes use Redis too"})
+    assert recalled_soon(b, "acme", "redis cache", ["The cache is Redis on port 6380"]) == [
+        "The cache is Redis on port 6380"]
+    assert recalled_soon(b, "scratch", "redis", ["Scratch notes use Redis too"]) == [
+        "Scratch notes use Redis too"]
+
+    call(a, "POST", f"/v1/projects/acme/memories/{made['id']}/forget",
+         {"reason": "moved to memcached"})
+    assert recalled_soon(b, "acme", "redis cache", []) == []  # forgotten on A, hidden on B
+
+    # Purge through A's HTTP API: the Graph Store protocol drops the project's long-term graph.
+    graph = urllib.parse.quote("https://jido.ai/graph/project/scratch/long-term", safe="")
+    call(a, "DELETE", f"/store?graph={graph}")
+    assert recalled_soon(b, "scratch", "redis", []) == []
+    assert recalled_soon(a, "scratch", "redis", []) == []  # A's index learns it the same way
+
+    # And the other way round: B writes, A recalls.
+    call(b, "POST", "/v1/projects/acme/memories", {"content": "The queue is NATS JetStream"})
+    assert recalled_soon(a, "acme", "nats queue", ["The queue is NATS JetStream"]) == [
+        "The queue is NATS JetStream"]
