@@ -373,6 +373,7 @@ class LongTermMemory:
 
     def _write_access(self, batch: dict[str, AccessDelta]) -> None:
         updated: list[Memory] = []
+        accessed: list[tuple[str, int, datetime]] = []
         with self._lock:
             remove: list[Quad] = []
             add: list[Quad] = []
@@ -391,17 +392,25 @@ class LongTermMemory:
                 )
                 latest = max([delta.last, *(parse_datetime(q.object) for q in lasts[:1])])
                 remove += counts + lasts
+                accessed.append((memory_id, count, latest))
                 add += [Quad(s, JIDO["accessCount"], Literal(count), graph),
                         Quad(s, JIDO["lastAccessed"], datetime_literal(latest), graph)]
             if add:
                 self.store.update(changeset_update(remove, add))
-            if self._listeners:
+            # Listeners that take counts alone get them (no memory re-read: this runs every
+            # few recalls); the others get each whole memory again.
+            full = [x for x in self._listeners if not hasattr(x, "memories_accessed")]
+            if full:
                 for memory_id, delta in batch.items():
                     with contextlib.suppress(MemoryNotFoundError):  # purged meanwhile
                         updated.append(self.get(memory_id, project=delta.project,
                                                 include_retired=True))
+        for listener in self._listeners:
+            if listener not in full:
+                self._notify_one(listener, "memories_accessed", accessed)
         for memory in updated:
-            self._notify("memory_written", memory)
+            for listener in full:
+                self._notify_one(listener, "memory_written", memory)
 
     # -- bulk import --------------------------------------------------------------------------
 
@@ -416,7 +425,11 @@ class LongTermMemory:
 
     def _notify(self, method: str, *args: object) -> None:
         for listener in self._listeners:
-            try:
-                getattr(listener, method)(*args)
-            except Exception:  # the write is committed; a failing listener must not undo it
-                _log.exception("memory listener %r failed in %s", listener, method)
+            self._notify_one(listener, method, *args)
+
+    @staticmethod
+    def _notify_one(listener: MemoryListener, method: str, *args: object) -> None:
+        try:
+            getattr(listener, method)(*args)
+        except Exception:  # the write is committed; a failing listener must not undo it
+            _log.exception("memory listener %r failed in %s", listener, method)

@@ -1,4 +1,4 @@
-"""Recall: a keyword (FTS5/BM25) and embedding index fused with graph signals, and query helpers.
+"""Recall: a keyword (tantivy BM25) and embedding index fused with graph signals, and query helpers.
 
 >>> from kg.store import EmbeddedStore
 >>> from kg.longterm import LongTermMemory

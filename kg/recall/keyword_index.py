@@ -6,6 +6,7 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
@@ -178,6 +179,15 @@ class KeywordIndex:
         with self.lock, self._transaction():
             if self._upsert(memory):
                 self._touch(memory.project)
+
+    def memories_accessed(self, counts: Sequence[tuple[str, int, datetime]]) -> None:
+        """Set the access count and last access of memories (their text is unchanged)."""
+        with self.lock, self._transaction():
+            self.db.executemany(
+                "UPDATE memory SET access_count = ?, record = json_set(record,"
+                " '$.access_count', ?, '$.last_accessed', ?) WHERE id = ?",
+                [(count, count, last.isoformat(), memory_id)
+                 for memory_id, count, last in counts])
 
     def memory_retired(self, memory: Memory) -> None:
         """Record a retirement (the memory stays findable with an earlier `as_of`)."""
