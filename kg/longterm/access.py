@@ -40,7 +40,7 @@ class AccessTracker:
         self,
         flush: FlushCallback,
         *,
-        flush_every: int = 100,
+        flush_every: int = 1000,
         flush_interval: float = 5.0,
     ) -> None:
         if flush_every < 1 or flush_interval <= 0:

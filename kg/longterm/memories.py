@@ -97,7 +97,7 @@ class LongTermMemory:
         *,
         listeners: Sequence[MemoryListener] = (),
         clock: Callable[[], datetime] | None = None,
-        flush_every: int = 100,
+        flush_every: int = 1000,
         flush_interval: float = 5.0,
     ) -> None:
         self.store = store
