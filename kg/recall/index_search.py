@@ -88,6 +88,7 @@ class IndexSearch:
         window = max(limit * 2, 100)
         while True:
             ranked = self.index.search_text(filters.project, tokens, limit=window,
+                                            types=filters.types,
                                             all_words=all_words)
             scores = dict(ranked)
             kept = self.matching(filters, [seq for seq, _ in ranked])

@@ -134,12 +134,12 @@ class KeywordIndex:
             self.db.close()
 
     # --- the keyword half -------------------------------------------------------------------
-    def search_text(self, project: str, words: list[str], *, limit: int,
-                    all_words: bool = False) -> list[tuple[int, float]]:
+    def search_text(self, project: str, words: list[str], *, limit: int, all_words: bool = False,
+                    types: Sequence[str] | None = None) -> list[tuple[int, float]]:
         """(seq, BM25) of the best `limit` memories of `project` for `words` (stemmed here)."""
         self.commit_text()  # read your writes
         return self.text.search(project, [s for w in words for s in stems(w)], limit=limit,
-                                all_words=all_words)
+                                all_words=all_words, types=types)
 
     def commit_text(self) -> None:
         """Make pending text writes visible to searches (and durable)."""
@@ -237,10 +237,10 @@ class KeywordIndex:
 
     def _index_all_text(self) -> int:
         rows = self.db.execute(
-            "SELECT seq, project, session, body FROM memory"
+            "SELECT seq, project, session, body, type FROM memory"
             " ORDER BY project, session, timestamp, recorded_at, seq"
         )
-        group: list[tuple[int, str, str, str]] = []
+        group: list[tuple[int, str, str, str, str]] = []
         done = 0
         for row in rows:
             if group and group[-1][1:3] != row[1:3]:
@@ -249,13 +249,13 @@ class KeywordIndex:
             group.append(row)
         return done + self._index_session(group)
 
-    def _index_session(self, group: list[tuple[int, str, str, str]]) -> int:
-        words = [stems(body) for _, _, _, body in group]
+    def _index_session(self, group: list[tuple[int, str, str, str, str]]) -> int:
+        words = [stems(row[3]) for row in group]
         return self.text.put((
-            TextDocument(seq, project, words[i], [
+            TextDocument(seq, project, kind, words[i], [
                 s for w in words[max(0, i - NEIGHBOURS):i] + words[i + 1:i + 1 + NEIGHBOURS]
                 for s in w])
-            for i, (seq, project, _, _) in enumerate(group)
+            for i, (seq, project, _, _, kind) in enumerate(group)
         ), replace=False)
 
     # --- writing ---------------------------------------------------------------------------
@@ -269,7 +269,7 @@ class KeywordIndex:
         """Write one row; True if its text changed (not just counts or retirement)."""
         body = _body(memory)
         old = self.db.execute(
-            "SELECT seq, body, session, timestamp, embedding FROM memory WHERE id = ?",
+            "SELECT seq, body, session, timestamp, embedding, type FROM memory WHERE id = ?",
             (memory.id,),
         ).fetchone()
         moved = old is None or (old[2], old[3]) != (memory.session, epoch(memory.timestamp))
@@ -282,7 +282,7 @@ class KeywordIndex:
         else:
             seq = old[0]
             self.db.execute(_UPDATE, (*values, seq))
-        if old is None or moved or old[1] != body:
+        if old is None or moved or old[1] != body or old[5] != memory.type.value:
             affected.update(self._neighbours(seq))
             affected.add(seq)
             self._refresh_text(affected)
@@ -318,7 +318,7 @@ class KeywordIndex:
         documents = []
         for seq in seqs:
             row = self.db.execute(
-                "SELECT project, body FROM memory WHERE seq = ?", (seq,)).fetchone()
+                "SELECT project, body, type FROM memory WHERE seq = ?", (seq,)).fetchone()
             if row is None:
                 continue
             context = [
@@ -326,7 +326,7 @@ class KeywordIndex:
                 for r in self.db.execute("SELECT body FROM memory WHERE seq = ?", (n,))
                 for s in stems(r[0])
             ]
-            documents.append(TextDocument(seq, row[0], stems(row[1]), context))
+            documents.append(TextDocument(seq, row[0], row[2], stems(row[1]), context))
         if documents:
             self._text_write()
             self.text.put(documents)

@@ -14,15 +14,16 @@ from kg.recall.analyzer import scope_prefix
 __all__ = ["TextDocument", "TextIndex"]
 
 WRITER_HEAP = 16_000_000  # bytes the writer buffers before it writes a segment (RSS: kept small)
-_VERSION = "2"  # bump when the schema or the analysis changes: the folder is then recreated
+_VERSION = "3"  # bump when the schema or the analysis changes: the folder is then recreated
 
 
 @dataclass(frozen=True, slots=True)
 class TextDocument:
-    """What the index holds for one memory: its seq, project, own stems and context stems."""
+    """What the index holds for one memory: seq, project, type, own stems and context stems."""
 
     seq: int
     project: str
+    type: str
     body: Sequence[str]
     context: Sequence[str]
 
@@ -47,6 +48,7 @@ class TextIndex:
                                index_option="freq")
         builder.add_text_field("words", stored=False, tokenizer_name="whitespace",
                                index_option="freq")
+        builder.add_text_field("kind", stored=False, tokenizer_name="raw", index_option="basic")
         self.schema = builder.build()
         self.created = False  # True when the folder was missing or unusable (rebuild it)
         self.index = self._open()
@@ -78,6 +80,7 @@ class TextIndex:
             entry = tantivy.Document()
             entry.add_integer("seq", doc.seq)
             entry.add_text("body", " ".join(prefix + s for s in doc.body))
+            entry.add_text("kind", prefix + doc.type)
             own = " ".join(prefix + s for s in doc.body)
             entry.add_text("words", " ".join([own, own, *(prefix + s for s in doc.context)]))
             if replace:
@@ -105,9 +108,12 @@ class TextIndex:
         self.index.reload()
         self.searcher = self.index.searcher()
 
-    def search(self, project: str, stems: Sequence[str], *, limit: int,
-               all_words: bool = False) -> list[tuple[int, float]]:
-        """(seq, BM25 score) of the best `limit` documents of `project`, best first."""
+    def search(self, project: str, stems: Sequence[str], *, limit: int, all_words: bool = False,
+               types: Sequence[str] | None = None) -> list[tuple[int, float]]:
+        """(seq, BM25 score) of the best `limit` documents of `project` (of `types`), best first.
+
+        Types filter inside tantivy only with `all_words` (an intersection anyway): a recall
+        stays a pure disjunction, and SQLite drops other types from its candidates."""
         prefix = scope_prefix(project)
         terms = [prefix + s for s in dict.fromkeys(stems)]
         if not terms:
@@ -120,6 +126,10 @@ class TextIndex:
                 continue
             clauses.append((tantivy.Occur.Should,
                             tantivy.Query.term_query(self.schema, "words", term)))
+        if all_words and types:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query([
+                (tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "kind", prefix + t))
+                for t in types])))
         searcher = self.searcher
         # count=False matters: counting every match would defeat the top-k pruning.
         hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
