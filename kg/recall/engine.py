@@ -165,7 +165,16 @@ class RecallEngine:
     def _semantic(self, filters: Filters, vector: np.ndarray, *, mode: str) -> list[Candidate]:
         if mode == "hybrid" and self.search.project_size(filters.project) > SEMANTIC_SCAN_LIMIT:
             return []  # large project: hybrid reranks the keyword candidates only
-        seqs, unit = self.search.matrix(filters.project)
+        if mode == "hybrid":
+            # Reading a project's matrix takes tens of ms at 10,000 memories: hybrid uses the
+            # cached one, even a little stale, and a cold project's first recall reranks the
+            # keyword candidates only (as for large projects) while a thread builds it.
+            cached = self.search.cached_matrix(filters.project)
+            if cached is None:
+                return []
+            seqs, unit = cached
+        else:
+            seqs, unit = self.search.matrix(filters.project)
         scores = _product(unit, vector) if len(seqs) else np.zeros(0, dtype=np.float32)
         want = SEMANTIC_CANDIDATES if mode == "hybrid" else 1000
         top = np.argsort(-scores)[:want] if len(scores) <= want else (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -77,6 +78,8 @@ class IndexSearch:
         self._matrices: OrderedDict[
             str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]]] = OrderedDict()
         self._sizes: dict[str, tuple[int, int]] = {}
+        self._matrix_lock = threading.Lock()
+        self._loading: set[str] = set()  # projects whose matrix a thread is building
 
     def keyword(self, filters: Filters, tokens: list[str], *, limit: int,
                 all_words: bool = False) -> list[Candidate]:
@@ -127,6 +130,33 @@ class IndexSearch:
                 " AND embedding IS NOT NULL", tuple(seqs)).fetchall()
         return {seq: np.frombuffer(blob, dtype=np.int8) for seq, blob in rows}
 
+    def cached_matrix(
+            self, project: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+        """The project's cached matrix, even if texts came or went since; None if there is none.
+
+        A stale matrix misses only the newest memories (keyword search still finds them) and
+        may name purged ones (the filters drop them); a thread rebuilds it meanwhile."""
+        cached = self._matrices.get(project)
+        if cached is None or cached[0] != self.index.generation.get(project, 0):
+            self.load_matrix_soon(project)
+        return None if cached is None else (cached[1], cached[2])
+
+    def load_matrix_soon(self, project: str) -> None:
+        """Build the project's matrix on a thread (once at a time per project)."""
+        with self._matrix_lock:
+            if project in self._loading:
+                return
+            self._loading.add(project)
+
+        def load() -> None:
+            try:
+                self.matrix(project)
+            finally:
+                with self._matrix_lock:
+                    self._loading.discard(project)
+
+        threading.Thread(target=load, name="recall-matrix", daemon=True).start()
+
     def matrix(self, project: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """All of a project's embeddings as one float32 matrix (rows, ~unit) and their seqs."""
         generation = self.index.generation.get(project, 0)
@@ -144,10 +174,11 @@ class IndexSearch:
         # Converted once and kept: converting int8 on every recall cost more than the product.
         unit = codes.astype(np.float32)
         unit /= 127.0
-        self._matrices[project] = (generation, seqs, unit)
-        while len(self._matrices) > 1 and sum(
-                m[2].nbytes for m in self._matrices.values()) > MATRIX_CACHE_BYTES:
-            self._matrices.popitem(last=False)
+        with self._matrix_lock:
+            self._matrices[project] = (generation, seqs, unit)
+            while len(self._matrices) > 1 and sum(
+                    m[2].nbytes for m in self._matrices.values()) > MATRIX_CACHE_BYTES:
+                self._matrices.popitem(last=False)
         return seqs, unit
 
     def records(self, seqs: Sequence[int]) -> dict[int, Memory]:
