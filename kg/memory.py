@@ -103,7 +103,11 @@ class Memory:
 
 
 class MemoryListener(Protocol):
-    """Told of every long-term change after it is committed (the keyword index is one)."""
+    """Told of every long-term change after it is committed (the keyword index is one).
+
+    A listener may also define `memories_accessed(counts)`, counts being (memory id, access
+    count, last access) triples: access-count flushes then call it instead of re-reading each
+    memory for `memory_written` (kg.longterm.memories)."""
 
     def memory_written(self, memory: Memory) -> None:
         """A memory was added or updated (dedup merge, access counts)."""

@@ -35,7 +35,8 @@ class Settings(BaseSettings):
         default="",
         description=(
             "SQLite file of the recall index; '' puts it beside the store as "
-            "'<store dir>.recall.sqlite' (in memory for a ':memory:' store)."
+            "'<store dir>.recall.sqlite' (in memory for a ':memory:' store); the words go to"
+            " the folder beside it with the suffix '.text'."
         ),
     )
     index_check: Literal["startup", "background"] = Field(

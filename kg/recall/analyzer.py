@@ -8,10 +8,10 @@ from functools import lru_cache
 
 import Stemmer
 
-__all__ = ["scope_prefix", "stems"]
+__all__ = ["WORD", "scope_prefix", "stems"]
 
 # Letters and digits only ('_' splits words, as SQLite's unicode61 tokenizer did before).
-_WORD = re.compile(r"[^\W_]+")
+WORD = re.compile(r"[^\W_]+")
 _STEMMER = Stemmer.Stemmer("porter")
 
 
@@ -21,7 +21,7 @@ def stems(text: str) -> list[str]:
     if not lowered.isascii():
         lowered = "".join(c for c in unicodedata.normalize("NFKD", lowered)
                           if not unicodedata.combining(c))
-    return [_stem(word) for word in _WORD.findall(lowered)]
+    return [_stem(word) for word in WORD.findall(lowered)]
 
 
 @lru_cache(maxsize=200_000)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from kg.errors import ValidationError
+from kg.recall.analyzer import WORD
 
 __all__ = [
     "MAX_QUERY_BYTES",
@@ -32,8 +31,6 @@ _STOP_TEXT = (
 )
 STOP_WORDS = frozenset(_STOP_TEXT.split())
 
-# Letters and digits, Unicode-aware; kg.recall.analyzer splits and stems them the same way.
-_WORD = re.compile(r"[^\W_]+")
 
 
 class InvalidQueryError(ValidationError):
@@ -59,7 +56,7 @@ def validate_query(text: object) -> str:
 
 def query_tokens(text: str) -> list[str]:
     """The distinct lower-cased words of `text`; stop words dropped unless nothing is left."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+    words = list(dict.fromkeys(w.lower() for w in WORD.findall(text)))
     content = [w for w in words if w not in STOP_WORDS]
     return (content or words)[:MAX_QUERY_TOKENS]
 

@@ -50,20 +50,17 @@ class TextIndex:
                                index_option="freq")
         builder.add_text_field("kind", stored=False, tokenizer_name="raw", index_option="basic")
         self.schema = builder.build()
-        self.created = False  # True when the folder was missing or unusable (rebuild it)
         self.index = self._open()
         self.writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
         self.searcher = self.index.searcher()
 
     def _open(self) -> tantivy.Index:
         if self.path is None:
-            self.created = True
             return tantivy.Index(self.schema)
         marker = self.path / "jido-version"
         if self.path.exists() and not (marker.exists() and marker.read_text() == _VERSION):
             shutil.rmtree(self.path)  # another version's index: derived data, rebuilt
         if not self.path.exists():
-            self.created = True
             self.path.mkdir(parents=True)
             marker.write_text(_VERSION)
         return tantivy.Index(self.schema, path=str(self.path), reuse=True)
