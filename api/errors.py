@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "MethodNotAllowedError",
     "NotAcceptableError",
     "UnsupportedMediaTypeError",
+    "error_body",
     "error_response",
     "register_error_handlers",
     "status_for",
@@ -81,11 +83,22 @@ def error_response(
     status: int, code: str, message: str, details: dict[str, Any] | None = None
 ) -> Response:
     """Build the JSON error body `{"error": {status, code, message, details}}`."""
-    response = jsonify(
-        {"error": {"status": status, "code": code, "message": message, "details": details or {}}}
-    )
+    response = jsonify(_error(status, code, message, details))
     response.status_code = status
     return response
+
+
+def error_body(
+    status: int, code: str, message: str, details: dict[str, Any] | None = None
+) -> bytes:
+    """The same JSON error body as bytes, for answers given before any Flask app runs."""
+    return json.dumps(_error(status, code, message, details)).encode()
+
+
+def _error(status: int, code: str, message: str,
+           details: dict[str, Any] | None) -> dict[str, Any]:
+    return {"error": {"status": status, "code": code, "message": message,
+                      "details": details or {}}}
 
 
 def _http_code(exc: HTTPException) -> str:

@@ -6,10 +6,10 @@ status (200, 400, 406, 504, 503 ...) is known before the first byte leaves.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Flask, Response, current_app, request
 from pyoxigraph import NamedNode, QueryResultsFormat, RdfFormat
@@ -18,15 +18,16 @@ from werkzeug.wsgi import get_host
 
 from api import service_description
 from api.auth import Principal, principal_for, require
+from api.connection import Answer, TakenOverError, collect
 from api.media_types import GRAPH_TYPES, RESULT_TYPES, negotiate_graph, negotiate_results
 from api.protocol_request import Operation, read_operation, read_query_string
 from api.services import services
 from api.transport import GZIP_MIN_BYTES
-from kg.errors import PermissionDeniedError
+from kg.errors import PermissionDeniedError, QueryTimeoutError
 from kg.graphs import project_graphs
 from kg.settings import Settings
 from kg.store import Store
-from kg.store.execution import QueryExecutor, ResultFormats
+from kg.store.execution import QueryExecutor, QueryOutput, ResultFormats
 from kg.store.guard import check_nesting
 from kg.store.lexer import dataset_clauses, mentions_keyword, query_form, with_using
 from kg.store.remote_access import check_remote_access
@@ -34,7 +35,7 @@ from kg.store.remote_access import check_remote_access
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-__all__ = ["QueryFastPath", "blueprint", "endpoint_iri", "executor", "install"]
+__all__ = ["QueryFastPath", "blueprint", "endpoint_iri", "executor", "fast_path", "install"]
 
 blueprint = Blueprint("sparql", __name__)
 _KEY = "jido_kg_query_executor"
@@ -140,19 +141,26 @@ def _plan_query(operation: Operation, principal: Principal, base: str, settings:
 
 def _execute(plan: _QueryPlan, runner: QueryExecutor, settings: Settings) -> tuple[bytes, str]:
     """Run a planned query in the executor; return the body and its media type."""
+    output = runner.query(plan.operation.text, **_query_options(plan, settings))
+    return output.body, _media_type(plan, output)
+
+
+def _query_options(plan: _QueryPlan, settings: Settings) -> dict[str, Any]:
     results, graph = plan.results, plan.graph
-    output = runner.query(
-        plan.operation.text,
-        formats=ResultFormats(results[1] if results else None, graph[1] if graph else None),
-        timeout=plan.operation.timeout,
-        max_rows=settings.max_result_rows,
-        default_graph=plan.default_graph,
-        named_graphs=plan.named_graphs,
-        base_iri=plan.base,
-    )
-    media_type = (results[0] if output.kind != "graph" and results
-                  else graph[0] if graph else _media_type_of(output.format))
-    return output.body, media_type
+    return {
+        "formats": ResultFormats(results[1] if results else None, graph[1] if graph else None),
+        "timeout": plan.operation.timeout,
+        "max_rows": settings.max_result_rows,
+        "default_graph": plan.default_graph,
+        "named_graphs": plan.named_graphs,
+        "base_iri": plan.base,
+    }
+
+
+def _media_type(plan: _QueryPlan, output: QueryOutput) -> str:
+    results, graph = plan.results, plan.graph
+    return (results[0] if output.kind != "graph" and results
+            else graph[0] if graph else _media_type_of(output.format))
 
 
 def _run_update(operation: Operation, settings: Settings) -> Response:
@@ -212,13 +220,15 @@ _FAST_PATHS: dict[str, str | None] = {"/sparql": None, "/query": "query"}
 
 
 class QueryFastPath:
-    """WSGI middleware: a plain GET query answered without Flask's per-request machinery.
+    """A plain GET query answered without Flask's per-request machinery.
 
     Flask costs more per request than a small query does. A GET to /sparql or /query that
     passes every check (caller, nesting, SERVICE/LOAD, dataset, Accept) runs here through the
-    same functions the view uses. Anything else, and every refusal before a query runs, goes to
-    Flask untouched and is answered as always; an error while running, and a body big enough
-    to gzip, are finished by Flask's own error handlers and after-request hooks.
+    same functions the view uses: as WSGI middleware, or (`answer_here`) straight in the
+    server's connection thread, with no hand-off to a query worker at all. Anything
+    else, and every refusal before a query runs, goes to Flask untouched and is answered as
+    always; an error while running, and a body big enough to gzip, are finished by Flask's own
+    error handlers and after-request hooks.
     """
 
     def __init__(self, app: Flask, inner: WSGIApplication, *, settings: Settings,
@@ -227,20 +237,54 @@ class QueryFastPath:
 
     def __call__(self, environ: WSGIEnvironment,
                  start_response: StartResponse) -> Iterable[bytes]:
-        plan = self._plan(environ)
+        plan = self.plan(environ)
         if plan is None:
             return self.inner(environ, start_response)
         try:
             body, media_type = _execute(plan, self.runner, self.settings)
         except Exception as exc:  # answered exactly as the view's error would be
             return self._finish(environ, start_response, error=exc)
-        if len(body) >= GZIP_MIN_BYTES or "HTTP_ORIGIN" in environ:
+        if self._needs_flask(environ, body):
             return self._finish(environ, start_response, body=(body, media_type))
         start_response("200 OK", [("Content-Type", f"{media_type}; charset=utf-8"),
                                   ("Content-Length", str(len(body))), ("Vary", "Accept")])
         return [body]
 
-    def _plan(self, environ: WSGIEnvironment) -> _QueryPlan | None:
+    def answer_here(self, environ: WSGIEnvironment,
+                    overrun: Callable[[Answer], None]) -> Answer | None:
+        """Answer a fast-path GET in the calling thread (the server's connection thread).
+
+        None: Flask must take the request. Past the query's deadline the watchdog answers 504
+        through `overrun` while the query goes on; TakenOverError then says so when it ends.
+        """
+        if "HTTP_ORIGIN" in environ:  # CORS headers come from Flask's hooks
+            return None
+        plan = self.plan(environ)
+        if plan is None:
+            return None
+
+        def late(error: QueryTimeoutError) -> None:
+            overrun(collect(partial(self._finish, error=error), environ))
+
+        try:
+            output = self.runner.query_here(plan.operation.text, on_overrun=late,
+                                            **_query_options(plan, self.settings))
+        except Exception as exc:
+            return collect(partial(self._finish, error=exc), environ)
+        if output is None:
+            raise TakenOverError
+        body, media_type = output.body, _media_type(plan, output)
+        if self._needs_flask(environ, body):
+            return collect(partial(self._finish, body=(body, media_type)), environ)
+        return 200, [("Content-Type", f"{media_type}; charset=utf-8"),
+                     ("Content-Length", str(len(body))), ("Vary", "Accept")], body
+
+    @staticmethod
+    def _needs_flask(environ: WSGIEnvironment, body: bytes) -> bool:
+        return len(body) >= GZIP_MIN_BYTES or "HTTP_ORIGIN" in environ
+
+    def plan(self, environ: WSGIEnvironment) -> _QueryPlan | None:
+        """The checked plan of a fast-path GET, or None when Flask must take the request."""
         path = environ.get("PATH_INFO", "")
         if (path not in _FAST_PATHS or environ.get("REQUEST_METHOD") != "GET"
                 or environ.get("SCRIPT_NAME")):
@@ -282,3 +326,10 @@ class QueryFastPath:
             except Exception as exc:
                 response = app.handle_exception(exc)
             return response(environ, start_response)
+
+
+def fast_path(app: Flask) -> QueryFastPath:
+    """The app's query fast path (installed around its WSGI app by `install`)."""
+    found = app.wsgi_app
+    assert isinstance(found, QueryFastPath)
+    return found

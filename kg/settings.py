@@ -24,7 +24,15 @@ class Settings(BaseSettings):
     )
     host: str = Field(default="127.0.0.1", description="Address the service binds to.")
     port: int = Field(default=7879, ge=0, le=65535, description="TCP port of the service.")
-    threads: int = Field(default=8, ge=1, le=256, description="WSGI worker threads.")
+    threads: int = Field(
+        default=8, ge=1, le=256,
+        description="Query worker threads (for queries through the app; a plain GET query runs "
+        "in its connection's own thread).",
+    )
+    max_connections: int = Field(
+        default=256, ge=1, le=4096,
+        description="Client connections served at once, one thread each; more get 503.",
+    )
     base_url: str = Field(
         default="",
         description="Public base URL of the service, if behind a proxy (used in links).",

@@ -32,6 +32,7 @@ from pyoxigraph import (
 
 from kg.errors import QueryTimeoutError, StoreUnavailableError, ValidationError
 from kg.store.base import GraphName, Store
+from kg.store.watchdog import Watchdog
 
 __all__ = [
     "WORKER_STACK_BYTES",
@@ -144,6 +145,7 @@ class QueryExecutor:
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._runaways = 0
+        self._watchdog = Watchdog()
 
     @property
     def runaways(self) -> int:
@@ -162,13 +164,76 @@ class QueryExecutor:
         base_iri: str | None = None,
     ) -> QueryOutput:
         """Run a query and serialise its result in one worker; raise on timeout or too many rows."""
+        work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri)
+        return self._run(work, timeout=timeout)
 
+    def query_here(
+        self,
+        sparql: str,
+        *,
+        formats: ResultFormats,
+        timeout: float,
+        max_rows: int,
+        on_overrun: Callable[[QueryTimeoutError], object],
+        default_graph: Sequence[GraphName] | None = None,
+        named_graphs: Sequence[NamedNode | BlankNode] | None = None,
+        base_iri: str | None = None,
+    ) -> QueryOutput | None:
+        """`query` in the calling thread, with no hand-off to a worker.
+
+        If the query is still running at its deadline, the watchdog counts it as a runaway and
+        calls `on_overrun` (from its own thread) to answer for it; the call then returns None
+        once the query ends by itself, and its result must be dropped.
+        """
+        self._check_runaways()
+        work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri)
+        task: _Task[QueryOutput] = _Task(work, time.monotonic() + timeout)
+        task.started = True
+        late = QueryTimeoutError(
+            f"the query ran longer than its {timeout:g} s time limit",
+            details={"timeout_seconds": timeout},
+        )
+
+        def overrun() -> None:
+            with self._lock:
+                if task.is_done:
+                    return
+                task.cancelled = task.runaway = True
+                self._runaways += 1
+            on_overrun(late)
+
+        ticket = self._watchdog.watch(task.deadline, overrun)
+        try:
+            task.result = work(task)
+        except _Cancelled:
+            task.error = late
+        finally:
+            self._watchdog.release(ticket)
+            with self._lock:
+                task.is_done = True
+                if task.runaway:
+                    self._runaways -= 1
+        if task.runaway:
+            return None
+        if task.error is not None:
+            raise task.error
+        return task.result
+
+    def _query_work(
+        self,
+        sparql: str,
+        formats: ResultFormats,
+        max_rows: int,
+        default_graph: Sequence[GraphName] | None,
+        named_graphs: Sequence[NamedNode | BlankNode] | None,
+        base_iri: str | None,
+    ) -> Callable[[_Task[QueryOutput]], QueryOutput]:
         def work(task: _Task[QueryOutput]) -> QueryOutput:
             result = self.store.query(sparql, default_graph=default_graph,
                                       named_graphs=named_graphs, base_iri=base_iri)
             return _serialise(result, formats, task, max_rows)
 
-        return self._run(work, timeout=timeout)
+        return work
 
     def dump(self, graph: GraphName | None, *, format: RdfFormat, timeout: float) -> bytes:
         """Serialise one graph (None: the whole dataset) in a worker, cancelled at the deadline."""
@@ -189,34 +254,49 @@ class QueryExecutor:
         return self._run(lambda task: fn(), timeout=timeout)
 
     def _run(self, fn: Callable[[_Task[T]], T], *, timeout: float) -> T:
+        task = self._submit(fn, timeout)
+        if not task.finished.acquire(timeout=timeout):
+            self._give_up(task, timeout)
+        return self._outcome(task, timeout)
+
+    def _check_runaways(self) -> None:
+        """Refuse new work (503) while too many runaways still hold threads."""
         if self._runaways >= self.max_runaway:
             raise StoreUnavailableError(
                 f"{self._runaways} earlier queries ran past their time limit and are still "
                 "running; retry later",
                 details={"runaway_queries": self._runaways, "retry_after": 5},
             )
+
+    def _submit(self, fn: Callable[[_Task[T]], T], timeout: float) -> _Task[T]:
+        """Queue `fn` for a worker, unless too many runaways still hold workers (503)."""
+        self._check_runaways()
         task: _Task[T] = _Task(fn, time.monotonic() + timeout)
         self._ensure_workers()
         self._queue.put(task)
-        if not task.finished.acquire(timeout=timeout):
-            with self._lock:
-                finished = task.is_done
-                if not finished:
-                    task.cancelled = True
-                    if task.started:
-                        task.runaway = True
-                        self._runaways += 1
-            if finished:
-                pass
-            elif not task.started:
-                raise StoreUnavailableError(
-                    "every query worker is busy; retry later", details={"retry_after": 1}
-                )
-            else:
-                raise QueryTimeoutError(
-                    f"the query ran longer than its {timeout:g} s time limit",
-                    details={"timeout_seconds": timeout},
-                )
+        return task
+
+    def _give_up(self, task: _Task[Any], timeout: float) -> None:
+        """The deadline passed: cancel the task, count it as a runaway if it runs; raise."""
+        with self._lock:
+            if task.is_done:  # it ended just now: its outcome stands
+                return
+            task.cancelled = True
+            if task.started:
+                task.runaway = True
+                self._runaways += 1
+        if not task.started:
+            raise StoreUnavailableError(
+                "every query worker is busy; retry later", details={"retry_after": 1}
+            )
+        raise QueryTimeoutError(
+            f"the query ran longer than its {timeout:g} s time limit",
+            details={"timeout_seconds": timeout},
+        )
+
+    @staticmethod
+    def _outcome(task: _Task[T], timeout: float) -> T:
+        """The finished task's result, or its error (a cancelled serialisation is a timeout)."""
         if task.error is not None:
             if isinstance(task.error, _Cancelled):
                 raise QueryTimeoutError(
