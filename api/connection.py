@@ -10,33 +10,23 @@ refused from its Content-Length without being read. At a query's deadline the wa
 from __future__ import annotations
 
 import contextlib
-import io
 import socket
-import sys
 import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from email.utils import formatdate
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import httptools
 
-from api.errors import error_body
+from api.bridge import Answer, Request, Shortcut, collect, environ_of, refusal
 
 if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
+    from _typeshed.wsgi import WSGIApplication
 
-__all__ = ["Answer", "Connection", "Limits", "Shortcut", "TakenOverError", "collect", "refusal"]
-
-# A finished response: status, headers (name, value), body.
-Answer = tuple[int, list[tuple[str, str]], bytes]
-# Answers a request in the calling thread, or returns None to let the WSGI app take it; the
-# callable it is given writes an answer on the connection from another thread (a 504 at the
-# deadline of a query that is still running).
-Shortcut = Callable[["WSGIEnvironment", Callable[[Answer], None]], Answer | None]
+__all__ = ["Connection", "Limits", "TakenOverError"]
 
 _SPOOL_BYTES = 1024 * 1024
 # After refusing a body by its size, read (and drop) at most this many times the cap of what
@@ -61,17 +51,6 @@ class Limits:
     idle_seconds: float
 
 
-@dataclass(slots=True)
-class _Request:
-    method: str = ""
-    url: bytes = b""
-    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
-    body: IO[bytes] | None = None
-    size: int = 0
-    keep_alive: bool = True
-    version: str = "1.1"
-
-
 class TakenOverError(Exception):
     """Raised by a shortcut whose request was answered by the watchdog (at its deadline)."""
 
@@ -79,36 +58,10 @@ class TakenOverError(Exception):
 class _Stop(Exception):
     """Raised from a parser callback: answer what was parsed so far, then close."""
 
-    def __init__(self, answer: Answer | None = None, request: _Request | None = None, *,
+    def __init__(self, answer: Answer | None = None, request: Request | None = None, *,
                  unread: int = 0) -> None:
         super().__init__()
         self.answer, self.request, self.unread = answer, request, unread
-
-
-def refusal(status: int, code: str, message: str) -> Answer:
-    """An error answer in the one JSON shape, for refusals made before any app runs."""
-    return status, [("Content-Type", "application/json")], error_body(status, code, message)
-
-
-def collect(app: WSGIApplication, environ: WSGIEnvironment) -> Answer:
-    """Call a WSGI app and gather its whole response, in the calling thread."""
-    started: list[Any] = []
-    chunks: list[bytes] = []
-
-    def start_response(status: str, headers: list[tuple[str, str]],
-                       exc_info: Any = None) -> Callable[[bytes], object]:
-        started[:] = [status, headers]
-        return chunks.append
-
-    iterable: Iterable[bytes] = app(environ, start_response)
-    try:
-        chunks.extend(iterable)
-    finally:
-        close = getattr(iterable, "close", None)
-        if close is not None:
-            close()
-    status, headers = started
-    return int(status[:3]), headers, b"".join(chunks)
 
 
 class Connection:
@@ -121,8 +74,8 @@ class Connection:
         self.limits, self.server, self.stopping = limits, server, stopping
         self.busy = False
         self._parser = httptools.HttpRequestParser(self)
-        self._request = _Request()
-        self._ready: deque[_Request] = deque()
+        self._request = Request()
+        self._ready: deque[Request] = deque()
         self._write = threading.Lock()
         self._taken = False  # the watchdog answered for a request: nothing more goes out
         self._answered = threading.Event()
@@ -204,7 +157,7 @@ class Connection:
     # -- parser callbacks ----------------------------------------------------------------------
 
     def on_message_begin(self) -> None:
-        self._request = _Request()
+        self._request = Request()
         self._head = 0
 
     def on_url(self, url: bytes) -> None:
@@ -252,9 +205,9 @@ class Connection:
 
     # -- answering -----------------------------------------------------------------------------
 
-    def _respond(self, request: _Request, *, keep_alive: bool) -> bool:
+    def _respond(self, request: Request, *, keep_alive: bool) -> bool:
         """Answer one request; False if the watchdog took the connection over meanwhile."""
-        environ = self._environ(request)
+        environ = environ_of(request, server=self.server, client=self.address)
         self.busy = True
         try:
             answer = None
@@ -308,49 +261,6 @@ class Connection:
                 return False
         return True
 
-    def _environ(self, request: _Request) -> dict[str, Any]:
-        """The request's WSGI environ (PEP 3333: strings are bytes decoded as latin-1)."""
-        path, _, query = request.url.partition(b"?")
-        if path.startswith((b"http://", b"https://")):  # absolute form: keep the path only
-            path = b"/" + path.split(b"/", 3)[3] if path.count(b"/") >= 3 else b"/"
-        environ: dict[str, Any] = {
-            "REQUEST_METHOD": request.method,
-            "SCRIPT_NAME": "",
-            "PATH_INFO": _unquote(path),
-            "QUERY_STRING": query.partition(b"#")[0].decode("latin-1"),
-            "SERVER_NAME": self.server[0],
-            "SERVER_PORT": str(self.server[1]),
-            "SERVER_PROTOCOL": f"HTTP/{request.version}",
-            "REMOTE_ADDR": str(self.address[0]),
-            "REMOTE_PORT": str(self.address[1]),
-            "wsgi.version": (1, 0),
-            "wsgi.url_scheme": "http",
-            "wsgi.errors": sys.stderr,
-            "wsgi.multithread": True,
-            "wsgi.multiprocess": False,
-            "wsgi.run_once": False,
-        }
-        for raw_name, raw_value in request.headers:
-            name = raw_name.decode("latin-1")
-            if name == "content-length":
-                key = "CONTENT_LENGTH"
-            elif name == "content-type":
-                key = "CONTENT_TYPE"
-            else:
-                key = "HTTP_" + name.upper().replace("-", "_")
-            value = raw_value.decode("latin-1")
-            environ[key] = f"{environ[key]},{value}" if key in environ else value
-        body = request.body
-        if body is None:
-            environ["wsgi.input"] = io.BytesIO()
-        else:
-            environ["CONTENT_LENGTH"] = str(request.size)
-            environ.pop("HTTP_TRANSFER_ENCODING", None)
-            body.seek(0)
-            environ["wsgi.input"] = body
-        return environ
-
-
 # The Date header changes once a second; formatting it per response costs more than a query.
 _date: list[Any] = [0, ""]
 
@@ -370,12 +280,3 @@ def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
             except ValueError:
                 return None
     return None
-
-
-def _unquote(path: bytes) -> str:
-    """Percent-decode a request path to a PEP 3333 latin-1 string."""
-    if b"%" not in path:
-        return path.decode("latin-1")
-    from urllib.parse import unquote_to_bytes
-
-    return unquote_to_bytes(path).decode("latin-1")

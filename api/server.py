@@ -19,7 +19,8 @@ from types import FrameType
 from flask import Flask
 
 from api.app import create_app
-from api.connection import Connection, Limits, refusal
+from api.bridge import refusal
+from api.connection import Connection, Limits
 from api.housekeeping import Housekeeper, limit_process_memory
 from api.services import close_app
 from api.sparql import fast_path

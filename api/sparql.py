@@ -18,7 +18,8 @@ from werkzeug.wsgi import get_host
 
 from api import service_description
 from api.auth import Principal, principal_for, require
-from api.connection import Answer, TakenOverError, collect
+from api.bridge import Answer, collect
+from api.connection import TakenOverError
 from api.media_types import GRAPH_TYPES, RESULT_TYPES, negotiate_graph, negotiate_results
 from api.protocol_request import Operation, read_operation, read_query_string
 from api.services import services

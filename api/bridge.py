@@ -1,0 +1,114 @@
+"""Between a parsed HTTP request and the WSGI app: its environ, and the app's whole response."""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING, Any
+from urllib.parse import unquote_to_bytes
+
+from api.errors import error_body
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
+
+__all__ = ["Answer", "Request", "Shortcut", "collect", "environ_of", "refusal"]
+
+# A finished response: status, headers (name, value), body.
+Answer = tuple[int, list[tuple[str, str]], bytes]
+# Answers a request in the calling thread, or returns None to let the WSGI app take it; the
+# callable it is given writes an answer on the connection from another thread (a 504 at the
+# deadline of a query that is still running).
+Shortcut = Callable[["WSGIEnvironment", Callable[[Answer], None]], Answer | None]
+
+
+@dataclass(slots=True)
+class Request:
+    """One parsed request: method, target, headers and its body (None: it had none)."""
+
+    method: str = ""
+    url: bytes = b""
+    headers: list[tuple[bytes, bytes]] = field(default_factory=list)
+    body: IO[bytes] | None = None
+    size: int = 0
+    keep_alive: bool = True
+    version: str = "1.1"
+
+
+def refusal(status: int, code: str, message: str) -> Answer:
+    """An error answer in the one JSON shape, for refusals made before any app runs."""
+    return status, [("Content-Type", "application/json")], error_body(status, code, message)
+
+
+def collect(app: WSGIApplication, environ: WSGIEnvironment) -> Answer:
+    """Call a WSGI app and gather its whole response, in the calling thread."""
+    started: list[Any] = []
+    chunks: list[bytes] = []
+
+    def start_response(status: str, headers: list[tuple[str, str]],
+                       exc_info: Any = None) -> Callable[[bytes], object]:
+        started[:] = [status, headers]
+        return chunks.append
+
+    iterable: Iterable[bytes] = app(environ, start_response)
+    try:
+        chunks.extend(iterable)
+    finally:
+        close = getattr(iterable, "close", None)
+        if close is not None:
+            close()
+    status, headers = started
+    return int(status[:3]), headers, b"".join(chunks)
+
+
+def environ_of(request: Request, *, server: tuple[str, int],
+           client: tuple[Any, ...]) -> dict[str, Any]:
+    """The request's WSGI environ (PEP 3333: strings are bytes decoded as latin-1)."""
+    path, _, query = request.url.partition(b"?")
+    if path.startswith((b"http://", b"https://")):  # absolute form: keep the path only
+        path = b"/" + path.split(b"/", 3)[3] if path.count(b"/") >= 3 else b"/"
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": request.method,
+        "SCRIPT_NAME": "",
+        "PATH_INFO": _unquote(path),
+        "QUERY_STRING": query.partition(b"#")[0].decode("latin-1"),
+        "SERVER_NAME": server[0],
+        "SERVER_PORT": str(server[1]),
+        "SERVER_PROTOCOL": f"HTTP/{request.version}",
+        "REMOTE_ADDR": str(client[0]),
+        "REMOTE_PORT": str(client[1]),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+    }
+    for raw_name, raw_value in request.headers:
+        name = raw_name.decode("latin-1")
+        if name == "content-length":
+            key = "CONTENT_LENGTH"
+        elif name == "content-type":
+            key = "CONTENT_TYPE"
+        else:
+            key = "HTTP_" + name.upper().replace("-", "_")
+        value = raw_value.decode("latin-1")
+        environ[key] = f"{environ[key]},{value}" if key in environ else value
+    body = request.body
+    if body is None:
+        environ["wsgi.input"] = io.BytesIO()
+    else:
+        environ["CONTENT_LENGTH"] = str(request.size)
+        environ.pop("HTTP_TRANSFER_ENCODING", None)
+        body.seek(0)
+        environ["wsgi.input"] = body
+    return environ
+
+
+def _unquote(path: bytes) -> str:
+    """Percent-decode a request path to a PEP 3333 latin-1 string."""
+    if b"%" not in path:
+        return path.decode("latin-1")
+    return unquote_to_bytes(path).decode("latin-1")
