@@ -2,7 +2,8 @@
 
 `python -m bench.sparql` (or `run(repeats=5)`): 100,000 triples are loaded into a `jido-kg
 serve` process, an `oxigraph serve` process (PyPI `oxigraph`) and an in-process pyoxigraph
-store, then three scenarios are timed, each repeat on fresh keep-alive connections:
+store; both servers are left to finish their background work (store flushes, compactions: under
+3 % CPU) before three scenarios are timed, each repeat on fresh keep-alive connections:
 
 - small-query latency p50 over HTTP vs the same query in process (target: <= 1 ms above);
 - small-query throughput with 8 concurrent clients (target: >= 0.5x Oxigraph server);
@@ -12,6 +13,7 @@ store, then three scenarios are timed, each repeat on fresh keep-alive connectio
 from __future__ import annotations
 
 import http.client
+import os
 import statistics
 import subprocess
 import sys
@@ -56,6 +58,22 @@ def _oxigraph(directory: Path, data: Path) -> tuple[subprocess.Popen[bytes], str
         except OSError:
             time.sleep(0.05)
     raise RuntimeError("oxigraph serve did not start")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _settle(pid: int, *, idle: float = 0.03, limit: float = 60.0) -> None:
+    """Wait until a server's background work (flushes, compactions) is done: under 3 % CPU."""
+    deadline = time.monotonic() + limit
+    time.sleep(1.5)  # past the first store flush
+    while time.monotonic() < deadline:
+        before = _cpu_seconds(pid)
+        time.sleep(0.5)
+        if _cpu_seconds(pid) - before < idle * 0.5:
+            return
 
 
 def _getter(url: str, path: str) -> Callable[[str], bytes]:
@@ -120,7 +138,10 @@ def run(repeats: int = 5) -> list[dict[str, object]]:
         _data(data)
         local = pyoxigraph.Store()
         local.bulk_load(path=str(data), format=pyoxigraph.RdfFormat.N_TRIPLES)
-        jido: ServerProcess = start_server(root / "jido", env={"KG_TOKENS": '{"bench": "admin"}'})
+        # A prompt store flush, so the load below is flushed and compacted before measuring
+        # (Oxigraph's server is loaded offline, and starts with settled files too).
+        jido: ServerProcess = start_server(root / "jido", env={"KG_TOKENS": '{"bench": "admin"}',
+                                                               "KG_STORE_FLUSH_INTERVAL": "1"})
         ox_process, ox_url = _oxigraph(root / "oxigraph", data)
         try:
             load = http.client.HTTPConnection("127.0.0.1", jido.port, timeout=120)
@@ -128,6 +149,8 @@ def run(repeats: int = 5) -> list[dict[str, object]]:
                          headers={"Content-Type": "application/n-triples",
                                   "Authorization": "Bearer bench"})
             assert load.getresponse().status in (201, 204)
+            for pid in (jido.pid, ox_process.pid):
+                _settle(pid)
             return _measure(local, jido.url, ox_url, repeats)
         finally:
             jido.stop()
