@@ -141,7 +141,8 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
     threading.stack_size(WORKER_STACK_BYTES)
     # Before the store's and the server's threads exist (docs/benchmarks/reliability.md).
     limit_process_memory(malloc_arenas=settings.malloc_arena_max,
-                         sqlite_heap_mb=settings.sqlite_heap_limit_mb)
+                         sqlite_heap_mb=settings.sqlite_heap_limit_mb,
+                         mmap_threshold_kb=settings.malloc_mmap_threshold_kb)
     store: Store = open_store(settings)
     try:
         app = create_app(settings, store=store)
@@ -160,7 +161,8 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
         if ready is not None:
             ready.set()
         # Bounds resident memory under writes (docs/benchmarks/reliability.md, memory under soak).
-        housekeeper = Housekeeper(store, interval=settings.store_flush_interval).start()
+        housekeeper = Housekeeper(store, interval=settings.store_flush_interval,
+                                  flush_bytes=settings.store_flush_mb * 1024 * 1024).start()
         try:
             server.serve_forever()
         finally:

@@ -137,9 +137,20 @@ class Settings(BaseSettings):
 
     # --- memory under load (api/housekeeping.py): write buffers, malloc arenas, SQLite heap ---
     store_flush_interval: float = Field(
-        default=5.0, ge=0,
-        description="Seconds between flushes of the store's write buffers (and malloc_trim) "
+        default=30.0, ge=0,
+        description="Most seconds between flushes of the store's write buffers (and malloc_trim) "
         "while serving; 0 = never (they then grow to 128 MiB per column family).",
+    )
+    store_flush_mb: int = Field(
+        default=16, ge=0,
+        description="Flush the write buffers sooner, once the store's write-ahead log has grown "
+        "this many MiB since the last flush; 0 = by time only.",
+    )
+    malloc_mmap_threshold_kb: int = Field(
+        default=128, ge=0, le=32768,
+        description="glibc M_MMAP_THRESHOLD of a server, KiB: larger blocks are mapped and "
+        "unmapped on free, not kept in the heap; 0 = glibc's sliding threshold. An explicit "
+        "MALLOC_MMAP_THRESHOLD_ variable wins.",
     )
     malloc_arena_max: int = Field(
         default=2, ge=0, le=1024,
@@ -147,7 +158,7 @@ class Settings(BaseSettings):
         "default of 8 per core. An explicit MALLOC_ARENA_MAX variable wins.",
     )
     sqlite_heap_limit_mb: int = Field(
-        default=32, ge=0,
+        default=16, ge=0,
         description="SQLite's soft heap limit in a server, MiB (past it the recall index's page "
         "cache reuses pages instead of growing); 0 = none.",
     )
