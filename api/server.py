@@ -38,8 +38,6 @@ WORKER_STACK_BYTES = 256 * 1024 * 1024
 # A long GET query must reach the app (for its JSON 400), so the request line and headers may
 # be long; 2 MiB still bounds what one request head can hold in memory.
 MAX_HEAD_BYTES = 2 * 1024 * 1024
-# How long a keep-alive connection may wait for its next request.
-IDLE_SECONDS = 60.0
 # Requests in flight when SIGTERM comes get this long to finish.
 _GRACE_SECONDS = 10.0
 
@@ -52,7 +50,8 @@ class HttpServer:
         self.app = app
         self.max_connections = settings.max_connections
         self.limits = Limits(max_head_bytes=MAX_HEAD_BYTES,
-                             max_body_bytes=settings.max_body_bytes, idle_seconds=IDLE_SECONDS)
+                             max_body_bytes=settings.max_body_bytes,
+                             idle_seconds=settings.keep_alive_timeout)
         self.stopping = threading.Event()
         self._connections: dict[Connection, threading.Thread] = {}
         self._lock = threading.Lock()

@@ -220,6 +220,11 @@ def _media_type_of(fmt: object) -> str:
 _FAST_PATHS: dict[str, str | None] = {"/sparql": None, "/query": "query"}
 
 
+# How many plans the fast path keeps, and the longest query string it keeps one for.
+_PLAN_CACHE_SIZE = 1024
+_PLAN_CACHE_QUERY_BYTES = 4096
+
+
 class QueryFastPath:
     """A plain GET query answered without Flask's per-request machinery.
 
@@ -235,6 +240,7 @@ class QueryFastPath:
     def __init__(self, app: Flask, inner: WSGIApplication, *, settings: Settings,
                  runner: QueryExecutor) -> None:
         self.app, self.inner, self.settings, self.runner = app, inner, settings, runner
+        self._plans: dict[tuple[str, ...], _QueryPlan | None] = {}
 
     def __call__(self, environ: WSGIEnvironment,
                  start_response: StartResponse) -> Iterable[bytes]:
@@ -290,6 +296,25 @@ class QueryFastPath:
         if (path not in _FAST_PATHS or environ.get("REQUEST_METHOD") != "GET"
                 or environ.get("SCRIPT_NAME")):
             return None
+        # A plan depends only on these request parts and on settings and tokens fixed for the
+        # app's life, so the same request is planned once (parsing and checking a small query
+        # costs about as much as running it).
+        query = environ.get("QUERY_STRING", "")
+        key = (path, query, environ.get("HTTP_AUTHORIZATION", ""),
+               environ.get("HTTP_ACCEPT", ""), environ.get("HTTP_HOST", ""),
+               environ.get("wsgi.url_scheme", ""))
+        try:
+            return self._plans[key]
+        except KeyError:
+            pass
+        plan = self._plan(environ, path)
+        if len(query) <= _PLAN_CACHE_QUERY_BYTES:
+            if len(self._plans) >= _PLAN_CACHE_SIZE:
+                self._plans.clear()  # simple and bounded; a busy client re-plans once
+            self._plans[key] = plan
+        return plan
+
+    def _plan(self, environ: WSGIEnvironment, path: str) -> _QueryPlan | None:
         try:
             operation = read_query_string(environ.get("QUERY_STRING", ""), self.settings,
                                           only=_FAST_PATHS[path])

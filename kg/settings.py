@@ -33,6 +33,10 @@ class Settings(BaseSettings):
         default=256, ge=1, le=4096,
         description="Client connections served at once, one thread each; more get 503.",
     )
+    keep_alive_timeout: float = Field(
+        default=60.0, gt=0, le=3600,
+        description="Seconds a connection may wait for its next request before it is closed.",
+    )
     base_url: str = Field(
         default="",
         description="Public base URL of the service, if behind a proxy (used in links).",

@@ -138,6 +138,20 @@ def test_connections_over_the_limit_get_503_and_others_go_on(
     assert connection.getresponse().status == 200
 
 
+def test_idle_connections_are_closed_and_free_their_slot(
+        server_factory: Callable[..., RunningServer]) -> None:
+    server = server_factory(extra_env={"KG_MAX_CONNECTIONS": "1",
+                                       "KG_KEEP_ALIVE_TIMEOUT": "0.5"})
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as idle:
+        started = time.monotonic()
+        assert idle.recv(10) == b""  # closed by the server, not by us
+        assert 0.4 <= time.monotonic() - started < 5
+    time.sleep(0.2)
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    connection.request("GET", "/health")
+    assert connection.getresponse().status == 200
+
+
 def test_sigterm_closes_idle_keep_alive_connections(live_server: RunningServer) -> None:
     idle = socket.create_connection(("127.0.0.1", live_server.port), timeout=10)
     idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")

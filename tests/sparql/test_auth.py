@@ -92,3 +92,16 @@ def test_scoped_and_read_tokens_cannot_write(private: RunningServer, token: str)
 def test_cors_is_off_by_default(private: RunningServer) -> None:
     answer = call(f"{private.url}/health", headers={"Origin": "https://evil.example"})
     assert "access-control-allow-origin" not in answer.headers
+
+
+def test_the_same_get_alternating_callers_gets_each_callers_answer(
+        private: RunningServer) -> None:
+    """Plans of GET queries are reused per request; never across callers (api.sparql)."""
+    for _ in range(3):
+        assert set(_select(private, ALL_GRAPHS, READER)) >= {ACME, OTHER}
+        assert _select(private, ALL_GRAPHS, SCOPED) == [ACME]
+        answer = call(f"{private.url}/sparql?query={quote(ALL_GRAPHS)}")
+        assert (answer.status, answer.error_code) == (401, "unauthenticated")
+        answer = call(f"{private.url}/sparql?query={quote(ALL_GRAPHS)}",
+                      headers={"Authorization": "Bearer wrong"})
+        assert (answer.status, answer.error_code) == (401, "unauthenticated")
