@@ -55,7 +55,8 @@ def cli() -> None:
 @click.option("--host", help="Address to bind [env KG_HOST; default 127.0.0.1].")
 @click.option("--port", type=int, help="TCP port [env KG_PORT; default 7879].")
 @click.option("--store", "store", help=_STORE_HELP)
-@click.option("--threads", type=int, help="Query worker threads [env KG_THREADS; default 8].")
+@click.option("--threads", type=int,
+              help="Requests in the app at once, and query workers [env KG_THREADS; default 8].")
 def serve(host: str | None, port: int | None, store: str | None, threads: int | None) -> None:
     """Run the HTTP service (SPARQL endpoint, memory API, ontology) until interrupted."""
     from api.server import serve as run

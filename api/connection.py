@@ -70,9 +70,10 @@ class Connection:
 
     def __init__(self, sock: socket.socket, address: tuple[Any, ...], *, app: WSGIApplication,
                  shortcut: Shortcut | None, limits: Limits, server: tuple[str, int],
-                 stopping: threading.Event) -> None:
+                 stopping: threading.Event, app_slots: threading.BoundedSemaphore) -> None:
         self.sock, self.address, self.app, self.shortcut = sock, address, app, shortcut
         self.limits, self.server, self.stopping = limits, server, stopping
+        self.app_slots = app_slots
         self.busy = False
         self._parser = httptools.HttpRequestParser(self)
         self._request = Request()
@@ -222,7 +223,10 @@ class Connection:
             if self.shortcut is not None and request.method == "GET":
                 answer = self.shortcut(environ, self._overrun)
             if answer is None:
-                answer = collect(self.app, environ)
+                # At most KG_THREADS requests are inside the app at once: more threads in
+                # Python-heavy work (recall, remember) only lengthen each other's GIL waits.
+                with self.app_slots:
+                    answer = collect(self.app, environ)
         except TakenOverError:
             # Let the watchdog's answer go out before the socket closes.
             self._answered.wait(timeout=10)

@@ -56,6 +56,7 @@ class HttpServer:
         self._connections: dict[Connection, threading.Thread] = {}
         self._lock = threading.Lock()
         self._shortcut = fast_path(app).answer_here
+        self._app_slots = threading.BoundedSemaphore(settings.threads)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -87,7 +88,8 @@ class HttpServer:
             return
         connection = Connection(sock, address, app=self.app.wsgi_app,
                                 shortcut=self._shortcut, limits=self.limits,
-                                server=self.address, stopping=self.stopping)
+                                server=self.address, stopping=self.stopping,
+                                app_slots=self._app_slots)
         thread = threading.Thread(target=self._serve, args=(connection,), name="kg-http",
                                   daemon=True)
         with self._lock:

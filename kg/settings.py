@@ -26,8 +26,8 @@ class Settings(BaseSettings):
     port: int = Field(default=7879, ge=0, le=65535, description="TCP port of the service.")
     threads: int = Field(
         default=8, ge=1, le=256,
-        description="Query worker threads (for queries through the app; a plain GET query runs "
-        "in its connection's own thread).",
+        description="Requests inside the app at once, and query worker threads (a plain GET "
+        "query runs in its connection's own thread).",
     )
     max_connections: int = Field(
         default=256, ge=1, le=4096,
