@@ -142,6 +142,7 @@ def test_idle_connections_are_closed_and_free_their_slot(
         server_factory: Callable[..., RunningServer]) -> None:
     server = server_factory(extra_env={"KG_MAX_CONNECTIONS": "1",
                                        "KG_KEEP_ALIVE_TIMEOUT": "0.5"})
+    time.sleep(0.5)  # the start-up health check's connection has ended and freed the slot
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as idle:
         started = time.monotonic()
         assert idle.recv(10) == b""  # closed by the server, not by us
