@@ -48,7 +48,8 @@ class Settings(BaseSettings):
         description=(
             "SQLite file of the recall index; '' puts it beside the store as "
             "'<store dir>.recall.sqlite' (in memory for a ':memory:' store); the words go to"
-            " the folder beside it with the suffix '.text'."
+            " the folder beside it with the suffix '.text', the embedding matrices (one file"
+            " per project) to the one with the suffix '.vectors'."
         ),
     )
     index_check: Literal["startup", "background"] = Field(

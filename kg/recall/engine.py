@@ -155,27 +155,29 @@ class RecallEngine:
             extra = self._semantic(filters, vector, mode=mode)
             known = {c.seq for c in candidates}
             candidates.extend(c for c in extra if c.seq not in known)
-            stored = self.search.vectors([c.seq for c in candidates])
-            if stored:
-                seqs = list(stored)
-                products = _product(np.stack([stored[s] for s in seqs]).astype(np.float32), vector)
+            seqs, rows = self.search.vectors([c.seq for c in candidates],
+                                             project=filters.project)
+            if seqs:
+                products = _product(rows.astype(np.float32), vector)
                 cosines = dict(zip(seqs, (products / 127.0).tolist(), strict=True))
         return fuse(candidates, cosines, now=now, weights=self.weights)
 
     def _semantic(self, filters: Filters, vector: np.ndarray, *, mode: str) -> list[Candidate]:
-        if mode == "hybrid" and self.search.project_size(filters.project) > SEMANTIC_SCAN_LIMIT:
+        size = self.search.project_size(filters.project)
+        if mode == "hybrid" and size > SEMANTIC_SCAN_LIMIT:
             return []  # large project: hybrid reranks the keyword candidates only
         if mode == "hybrid":
-            # Reading a project's matrix takes tens of ms at 10,000 memories: hybrid uses the
-            # cached one, even a little stale, and a cold project's first recall reranks the
-            # keyword candidates only (as for large projects) while a thread builds it.
-            cached = self.search.cached_matrix(filters.project)
-            if cached is None:
+            # The matrix comes from memory or from the project's file (mapped, ~0.5 ms per
+            # 10,000 rows); hybrid never waits for the SQLite rows (30-40 ms): without a current
+            # file, a cold project's recall reranks the keyword candidates only (as for large
+            # projects) while a thread rewrites the file.
+            matrix = self.search.matrices.current(filters.project, count=size)
+            if matrix is None:
                 return []
-            seqs, unit = cached
         else:
-            seqs, unit = self.search.matrix(filters.project)
-        scores = _product(unit, vector) if len(seqs) else np.zeros(0, dtype=np.float32)
+            matrix = self.search.matrices.exact(filters.project, count=size)
+        seqs = matrix.seqs
+        scores = _product(matrix.codes, vector) if len(seqs) else np.zeros(0, dtype=np.float32)
         want = SEMANTIC_CANDIDATES if mode == "hybrid" else 1000
         top = np.argsort(-scores)[:want] if len(scores) <= want else (
             np.argpartition(-scores, want)[:want])
@@ -213,9 +215,14 @@ class RecallEngine:
         self.memories.flush()  # a rebuild then reads this instance's recall counts too
         self.repair_text(progress=progress)
         if self.is_index_current():
+            self.repair_matrices()
             return False
         self.rebuild_index(progress=progress)
         return True
+
+    def repair_matrices(self) -> int:
+        """Write the embedding file of every project whose file is missing or stale."""
+        return self.index.matrices.repair()
 
     def repair_text(self, *, progress: bool = True) -> bool:
         """Re-index the words from the index's own rows if a crash left them behind."""
@@ -236,12 +243,13 @@ class RecallEngine:
             for done in self.index.rebuild(self.memories.iter_memories()):
                 bar.update(done - bar.n)
         self.search = IndexSearch(self.index)
+        self.repair_matrices()
         return done
 
 
 def _product(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
-    """Matrix times vector in one thread: `@` went through threaded BLAS, 20x slower on a busy
-    2-core machine (23 ms against 0.6 ms for 10,000 x 256)."""
+    """Matrix (int8 codes or float) times a float32 vector in one thread: `@` went through
+    threaded BLAS, 20x slower on a busy 2-core machine (23 ms against 0.6 ms, 10,000 x 256)."""
     return np.einsum("ij,j->i", matrix, vector)  # type: ignore[no-any-return]
 
 

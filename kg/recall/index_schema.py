@@ -10,6 +10,9 @@ SCHEMA_VERSION = "4"
 # `memory` holds everything filtering and ranking need, so recall never reads the store per
 # candidate; `record` is the whole Memory as JSON for the hits; `body` is the text the keyword
 # index (kg/recall/text_index.py, tantivy) holds for the memory, with its neighbours' as context.
+# `matrix_version` is the version each project's embedding file must end at
+# (kg/recall/matrix_file.py); it is new in schema 4 files without a version bump: missing, every
+# file is stale and is rebuilt from `memory`.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS memory (
@@ -35,6 +38,7 @@ CREATE INDEX IF NOT EXISTS memory_by_type_time ON memory (project, type, timesta
 CREATE INDEX IF NOT EXISTS memory_by_type_confidence
     ON memory (project, type, confidence, timestamp);
 CREATE INDEX IF NOT EXISTS memory_by_recorded ON memory (project, recorded_at);
+CREATE TABLE IF NOT EXISTS matrix_version (project TEXT PRIMARY KEY, version INTEGER NOT NULL);
 """
 
 _FINGERPRINT = """

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -12,6 +10,7 @@ import numpy.typing as npt
 
 from kg.memory import Memory
 from kg.recall.keyword_index import KeywordIndex
+from kg.recall.matrix_cache import MatrixCache
 from kg.recall.memory_record import memory_from_json
 from kg.recall.query_text import require_words
 
@@ -33,7 +32,6 @@ ORDERS = {
     "confident": "confidence DESC, timestamp DESC, id",
 }
 _ORDER_COLUMNS = "m.seq, m.id, m.timestamp, m.recorded_at, m.confidence"
-MATRIX_CACHE_BYTES = 1 << 30  # float32 project matrices kept for semantic scans (LRU)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +69,12 @@ class Candidate:
 
 
 class IndexSearch:
-    """Queries over a KeywordIndex; per-project float32 matrices are cached until they change."""
+    """Queries over a KeywordIndex; per-project embedding matrices come from `matrices`."""
 
     def __init__(self, index: KeywordIndex) -> None:
         self.index = index
-        self._matrices: OrderedDict[
-            str, tuple[int, npt.NDArray[np.int64], npt.NDArray[np.float32]]] = OrderedDict()
+        self.matrices = MatrixCache(index.matrices)
         self._sizes: dict[str, tuple[int, int]] = {}
-        self._matrix_lock = threading.Lock()
-        self._loading: set[str] = set()  # projects whose matrix a thread is building
 
     def keyword(self, filters: Filters, tokens: list[str], *, limit: int,
                 all_words: bool = False) -> list[Candidate]:
@@ -119,67 +114,33 @@ class IndexSearch:
                              for r in self.index.db.execute(sql, (*chunk, *params)))
         return [found[s] for s in seqs if s in found]
 
-    def vectors(self, seqs: Sequence[int]) -> dict[int, npt.NDArray[np.int8]]:
-        """The stored int8 embeddings of `seqs` (missing ones are left out)."""
-        if not seqs:
-            return {}
-        marks = ",".join("?" * len(seqs))
-        with self.index.lock:
-            rows = self.index.db.execute(
-                f"SELECT seq, embedding FROM memory WHERE seq IN ({marks})"
-                " AND embedding IS NOT NULL", tuple(seqs)).fetchall()
-        return {seq: np.frombuffer(blob, dtype=np.int8) for seq, blob in rows}
+    def vectors(self, seqs: Sequence[int], *,
+                project: str | None = None) -> tuple[list[int], npt.NDArray[np.int8]]:
+        """The stored int8 embeddings of `seqs` (missing ones left out), as (seqs, rows).
 
-    def cached_matrix(
-            self, project: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
-        """The project's cached matrix, even if texts came or went since; None if there is none.
-
-        A stale matrix misses only the newest memories (keyword search still finds them) and
-        may name purged ones (the filters drop them); a thread rebuilds it meanwhile."""
-        cached = self._matrices.get(project)
-        if cached is None or cached[0] != self.index.generation.get(project, 0):
-            self.load_matrix_soon(project)
-        return None if cached is None else (cached[1], cached[2])
-
-    def load_matrix_soon(self, project: str) -> None:
-        """Build the project's matrix on a thread (once at a time per project)."""
-        with self._matrix_lock:
-            if project in self._loading:
-                return
-            self._loading.add(project)
-
-        def load() -> None:
-            try:
-                self.matrix(project)
-            finally:
-                with self._matrix_lock:
-                    self._loading.discard(project)
-
-        threading.Thread(target=load, name="recall-matrix", daemon=True).start()
-
-    def matrix(self, project: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-        """All of a project's embeddings as one float32 matrix (rows, ~unit) and their seqs."""
-        generation = self.index.generation.get(project, 0)
-        cached = self._matrices.get(project)
-        if cached is not None and cached[0] == generation:
-            self._matrices.move_to_end(project)
-            return cached[1], cached[2]
-        with self.index.lock:
-            rows = self.index.db.execute(
-                "SELECT seq, embedding FROM memory WHERE project = ? AND embedding IS NOT NULL",
-                (project,)).fetchall()
-        seqs = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        dim = len(rows[0][1]) if rows else 0
-        codes = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.int8).reshape(len(rows), dim)
-        # Converted once and kept: converting int8 on every recall cost more than the product.
-        unit = codes.astype(np.float32)
-        unit /= 127.0
-        with self._matrix_lock:
-            self._matrices[project] = (generation, seqs, unit)
-            while len(self._matrices) > 1 and sum(
-                    m[2].nbytes for m in self._matrices.values()) > MATRIX_CACHE_BYTES:
-                self._matrices.popitem(last=False)
-        return seqs, unit
+        Rows come from the project's matrix when a current one is at hand (no SQL); else, or
+        for seqs it lacks, from SQLite."""
+        found: list[int] = []
+        parts: list[npt.NDArray[np.int8]] = []
+        rest = list(seqs)
+        matrix = self.matrices.kept(project) if project is not None and rest else None
+        if matrix is not None and len(matrix.seqs):
+            wanted = np.asarray(rest, dtype=np.int64)
+            at = np.minimum(np.searchsorted(matrix.seqs, wanted), len(matrix.seqs) - 1)
+            hit = matrix.seqs[at] == wanted
+            found, rest = wanted[hit].tolist(), wanted[~hit].tolist()
+            parts.append(np.asarray(matrix.codes[at[hit]]))
+        if rest:
+            marks = ",".join("?" * len(rest))
+            with self.index.lock:
+                rows = self.index.db.execute(
+                    f"SELECT seq, embedding FROM memory WHERE seq IN ({marks})"
+                    " AND embedding IS NOT NULL", tuple(rest)).fetchall()
+            found += [seq for seq, _ in rows]
+            parts += [np.frombuffer(blob, dtype=np.int8)[None, :] for _, blob in rows]
+        if not found:
+            return [], np.zeros((0, 0), dtype=np.int8)
+        return found, np.concatenate(parts)
 
     def records(self, seqs: Sequence[int]) -> dict[int, Memory]:
         """The full Memory records of `seqs`, read from the index's JSON copies."""

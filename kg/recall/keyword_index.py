@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import islice
@@ -15,6 +16,8 @@ from kg.memory import Memory
 from kg.recall.analyzer import stems
 from kg.recall.embedding import Embedder, quantize
 from kg.recall.index_schema import SCHEMA, SCHEMA_VERSION, fingerprint_sql
+from kg.recall.matrix_file import MatrixFiles, matrix_location
+from kg.recall.matrix_layout import Change
 from kg.recall.memory_record import epoch, memory_to_json
 from kg.recall.text_index import TextDocument, TextIndex
 
@@ -87,6 +90,10 @@ class KeywordIndex:
             "INSERT OR IGNORE INTO meta VALUES ('schema', ?), ('embedder', ?)",
             (SCHEMA_VERSION, self.embedder_name),
         )
+        # Embedding matrices, one file per project (none without an embedder or on disk).
+        self.matrices = MatrixFiles(matrix_location(path) if embedder is not None else None,
+                                    self.db, self.lock, dim=embedder.dim if embedder else 0)
+        self._pending: dict[str, list[Change] | None] = {}  # this write's matrix changes
         self.text = TextIndex(text_location(path))
         self._text_dirty = False
         rows = self.db.execute("SELECT COUNT(*) FROM memory").fetchone()[0]
@@ -176,13 +183,13 @@ class KeywordIndex:
     # --- MemoryListener ---------------------------------------------------------------------
     def memory_written(self, memory: Memory) -> None:
         """Add or update one memory (and the context text of its session neighbours)."""
-        with self.lock, self._transaction():
+        with self._write():
             if self._upsert(memory):
                 self._touch(memory.project)
 
     def memories_accessed(self, counts: Sequence[tuple[str, int, datetime]]) -> None:
         """Set the access count and last access of memories (their text is unchanged)."""
-        with self.lock, self._transaction():
+        with self._write():
             self.db.executemany(
                 "UPDATE memory SET access_count = ?, record = json_set(record,"
                 " '$.access_count', ?, '$.last_accessed', ?) WHERE id = ?",
@@ -195,10 +202,12 @@ class KeywordIndex:
 
     def memories_purged(self, project: str, memory_ids: Sequence[str] | None) -> None:
         """Hard-delete the given memories of a project, or all of them when ids is None."""
-        with self.lock, self._transaction():
+        with self._write():
             if memory_ids is None:
                 rows = self.db.execute("SELECT seq FROM memory WHERE project = ?", (project,))
                 self._delete([r[0] for r in rows], refresh=False)
+                if self.embedder is not None:
+                    self._pending[project] = None  # the project's file becomes empty
             else:
                 seqs = [
                     r[0] for chunk in _chunks(list(memory_ids), 500)
@@ -207,6 +216,8 @@ class KeywordIndex:
                         + ",".join("?" * len(chunk)) + ")", (project, *chunk))
                 ]
                 self._delete(seqs, refresh=True)
+                for seq in seqs:
+                    self._vector_change(project, seq, None)
             self._touch(project)
 
     # --- rebuilding -------------------------------------------------------------------------
@@ -215,7 +226,7 @@ class KeywordIndex:
         with self.lock:
             self.db.executescript(
                 "DROP TABLE IF EXISTS memory_text; DROP TABLE IF EXISTS memory;"
-                " DROP TABLE IF EXISTS meta;" + SCHEMA
+                " DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS matrix_version;" + SCHEMA
             )
             with self._transaction():
                 done = 0
@@ -233,6 +244,7 @@ class KeywordIndex:
                     "INSERT INTO meta VALUES ('schema', ?), ('embedder', ?)",
                     (SCHEMA_VERSION, self.embedder_name),
                 )
+            self.matrices.reset()  # a new epoch: no old file passes; repair() writes them
             self.rebuild_text()
 
     def _index_all_text(self) -> int:
@@ -262,6 +274,21 @@ class KeywordIndex:
     def _transaction(self) -> _Transaction:
         return _Transaction(self.db)
 
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """The lock and one transaction; after its commit, the matrix files follow it."""
+        with self.lock:
+            self._pending = {}
+            with self._transaction():
+                yield
+                staged = self.matrices.stage(self._pending)
+            self.matrices.commit(self._pending, staged)
+
+    def _vector_change(self, project: str, seq: int, code: bytes | None) -> None:
+        rows = self._pending.setdefault(project, [])
+        assert rows is not None, "a purged project's matrix changed in the same write"
+        rows.append((seq, code))
+
     def _touch(self, project: str) -> None:
         self.generation[project] = self.generation.get(project, 0) + 1
 
@@ -269,8 +296,8 @@ class KeywordIndex:
         """Write one row; True if its text changed (not just counts or retirement)."""
         body = _body(memory)
         old = self.db.execute(
-            "SELECT seq, body, session, timestamp, embedding, type FROM memory WHERE id = ?",
-            (memory.id,),
+            "SELECT seq, body, session, timestamp, embedding, type, project FROM memory"
+            " WHERE id = ?", (memory.id,),
         ).fetchone()
         moved = old is None or (old[2], old[3]) != (memory.session, epoch(memory.timestamp))
         affected = set(self._neighbours(old[0])) if old is not None and moved else set()
@@ -282,6 +309,11 @@ class KeywordIndex:
         else:
             seq = old[0]
             self.db.execute(_UPDATE, (*values, seq))
+        if old is not None and old[6] != memory.project and old[4] is not None:
+            self._vector_change(old[6], seq, None)
+            self._touch(old[6])
+        if vector is not None and (old is None or (old[4], old[6]) != (vector, memory.project)):
+            self._vector_change(memory.project, seq, vector)
         if old is None or moved or old[1] != body or old[5] != memory.type.value:
             affected.update(self._neighbours(seq))
             affected.add(seq)
