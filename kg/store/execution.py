@@ -189,10 +189,7 @@ class QueryExecutor:
         work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri)
         task: _Task[QueryOutput] = _Task(work, time.monotonic() + timeout)
         task.started = True
-        late = QueryTimeoutError(
-            f"the query ran longer than its {timeout:g} s time limit",
-            details={"timeout_seconds": timeout},
-        )
+        late = _late(timeout)
 
         def overrun() -> None:
             with self._lock:
@@ -289,20 +286,14 @@ class QueryExecutor:
             raise StoreUnavailableError(
                 "every query worker is busy; retry later", details={"retry_after": 1}
             )
-        raise QueryTimeoutError(
-            f"the query ran longer than its {timeout:g} s time limit",
-            details={"timeout_seconds": timeout},
-        )
+        raise _late(timeout)
 
     @staticmethod
     def _outcome(task: _Task[T], timeout: float) -> T:
         """The finished task's result, or its error (a cancelled serialisation is a timeout)."""
         if task.error is not None:
             if isinstance(task.error, _Cancelled):
-                raise QueryTimeoutError(
-                    f"the query ran longer than its {timeout:g} s time limit",
-                    details={"timeout_seconds": timeout},
-                )
+                raise _late(timeout)
             raise task.error
         return task.result  # type: ignore[return-value]
 
@@ -346,6 +337,14 @@ class QueryExecutor:
                 task.finished.release()
                 if task.runaway:
                     self._runaways -= 1
+
+
+def _late(timeout: float) -> QueryTimeoutError:
+    """The error of work that ran past its time limit."""
+    return QueryTimeoutError(
+        f"the query ran longer than its {timeout:g} s time limit",
+        details={"timeout_seconds": timeout},
+    )
 
 
 def _serialise(result: Any, formats: ResultFormats, task: _Task[Any], cap: int) -> QueryOutput:
