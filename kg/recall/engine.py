@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+import simsimd
 from pyoxigraph import Literal, QuerySolutions
 from tqdm import tqdm
 
@@ -130,8 +131,8 @@ class RecallEngine:
             )
         if mode == "semantic" and self.embedder is None:
             raise ValidationError("semantic recall needs an embedder; this index has none")
-        scored = self._rank(filters, query, mode=mode, now=datetime.now(UTC).timestamp())
-        top = scored[:limit]
+        top = self._rank(filters, query, mode=mode, now=datetime.now(UTC).timestamp(),
+                         limit=limit)
         records = self.search.records([s.candidate.seq for s in top])
         hits = [
             RecallHit(records[s.candidate.seq], s.score, s.keyword, s.semantic, s.recency,
@@ -143,7 +144,8 @@ class RecallEngine:
                                         background=True)
         return hits
 
-    def _rank(self, filters: Filters, query: str, *, mode: str, now: float) -> list[Scored]:
+    def _rank(self, filters: Filters, query: str, *, mode: str, now: float,
+              limit: int) -> list[Scored]:
         candidates: list[Candidate] = []
         if mode != "semantic":
             candidates = self.search.keyword(
@@ -160,7 +162,7 @@ class RecallEngine:
             if seqs:
                 products = _product(rows.astype(np.float32), vector)
                 cosines = dict(zip(seqs, (products / 127.0).tolist(), strict=True))
-        return fuse(candidates, cosines, now=now, weights=self.weights)
+        return fuse(candidates, cosines, now=now, weights=self.weights, limit=limit)
 
     def _semantic(self, filters: Filters, vector: np.ndarray, *, mode: str) -> list[Candidate]:
         size = self.search.project_size(filters.project)
@@ -176,13 +178,10 @@ class RecallEngine:
                 return []
         else:
             matrix = self.search.matrices.exact(filters.project, count=size)
-        seqs = matrix.seqs
-        scores = _product(matrix.codes, vector) if len(seqs) else np.zeros(0, dtype=np.float32)
-        want = SEMANTIC_CANDIDATES if mode == "hybrid" else 1000
-        top = np.argsort(-scores)[:want] if len(scores) <= want else (
-            np.argpartition(-scores, want)[:want])
-        top = top[np.argsort(-scores[top])]
-        return self.search.matching(filters, [int(s) for s in seqs[top]])
+        if not len(matrix.seqs):
+            return []
+        top = _nearest(matrix.codes, vector, SEMANTIC_CANDIDATES if mode == "hybrid" else 1000)
+        return self.search.matching(filters, [int(s) for s in matrix.seqs[top]])
 
     # --- keeping the index in step with the store ---------------------------------------------
     def store_fingerprint(self) -> IndexFingerprint:
@@ -251,6 +250,37 @@ def _product(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
     """Matrix (int8 codes or float) times a float32 vector in one thread: `@` went through
     threaded BLAS, 20x slower on a busy 2-core machine (23 ms against 0.6 ms, 10,000 x 256)."""
     return np.einsum("ij,j->i", matrix, vector)  # type: ignore[no-any-return]
+
+
+def _nearest(codes: np.ndarray, vector: np.ndarray, count: int) -> np.ndarray:
+    """The positions of the `count` rows of `codes` nearest the unit `vector`, nearest first.
+
+    A SIMD int8 scan shortlists twice as many; their float products then choose, so the
+    query's int8 rounding never changes which rows are chosen."""
+    shortlist = _best(_codes_product(codes, vector), count * 2)
+    chosen: np.ndarray = shortlist[_best(_product(codes[shortlist].astype(np.float32), vector),
+                                         count)]
+    return chosen
+
+
+def _best(scores: np.ndarray, count: int) -> np.ndarray:
+    """The positions of the `count` highest scores, highest first."""
+    top = np.argsort(-scores)[:count] if len(scores) <= count else (
+        np.argpartition(-scores, count)[:count])
+    ordered: np.ndarray = top[np.argsort(-scores[top])]
+    return ordered
+
+
+def _codes_product(codes: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """Int8 codes times the int8-quantised unit `vector` (SIMD, exact integer sums): a scan
+    only chooses candidates, whose cosines `_product` then computes from the float vector.
+    ~0.25 ms per 10,000 x 256 against ~0.8 ms for the int8-by-float32 einsum."""
+    # Scaled so the largest component is 127, not the unit length: a 256-dim unit vector's
+    # components are ~0.06, which x127 would round to a few levels only.
+    query = np.rint(vector * (127.0 / max(float(np.abs(vector).max()), 1e-12))).astype(np.int8)
+    products: np.ndarray = np.asarray(simsimd.cdist(query[None, :], codes, metric="dot",
+                                                    threads=1))[0]
+    return products
 
 
 def _same(a: IndexFingerprint, b: IndexFingerprint) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from kg.recall.index_search import Candidate
 from kg.terms import MemoryType
 
@@ -52,22 +54,28 @@ def fuse(
     *,
     now: float,
     weights: FusionWeights,
+    limit: int | None = None,
 ) -> list[Scored]:
-    """Score candidates: BM25 (scaled to [0, 1] by the best) + cosine + graph signals."""
-    best = max((c.bm25 for c in candidates), default=0.0)
-    scored = []
-    for c in candidates:
-        keyword = c.bm25 / best if best > 0 else 0.0
-        semantic = max(cosines.get(c.seq, 0.0), 0.0)
-        age_days = max(now - c.timestamp, 0.0) / 86400.0
-        recency = 1.0 / (1.0 + age_days / weights.recency_days)
-        frequency = min(c.access_count / 10.0, 1.0)
-        salience = SALIENCE.get(c.type, 0.3)
-        score = (
-            weights.keyword * keyword + weights.semantic * semantic
-            + weights.confidence * c.confidence + weights.recency * recency
-            + weights.frequency * frequency + weights.salience * salience
-        )
-        scored.append(Scored(c, score, keyword, semantic, recency, frequency, salience))
-    scored.sort(key=lambda s: (-s.score, s.candidate.seq))
-    return scored
+    """The best `limit` (default all) candidates, best first (ties: lower seq first), scored
+    BM25 (scaled to [0, 1] by the best) + cosine + graph signals."""
+    if not candidates:
+        return []
+    # Column-wise in numpy: a recall fuses ~250 candidates, ~2 µs each as a Python loop.
+    seq, confidence, timestamp, access, kind, bm25 = (np.array(c) for c in zip(*candidates,
+                                                                             strict=True))
+    best = float(bm25.max())
+    keyword = bm25 / best if best > 0 else np.zeros(len(bm25))
+    semantic = np.maximum(np.array([cosines.get(int(s), 0.0) for s in seq.tolist()]), 0.0)
+    age_days = np.maximum(now - timestamp, 0.0) / 86400.0
+    recency = 1.0 / (1.0 + age_days / weights.recency_days)
+    frequency = np.minimum(access / 10.0, 1.0)
+    salience = np.array([SALIENCE.get(k, 0.3) for k in kind.tolist()])
+    score = (
+        weights.keyword * keyword + weights.semantic * semantic
+        + weights.confidence * confidence + weights.recency * recency
+        + weights.frequency * frequency + weights.salience * salience
+    )
+    order = np.lexsort((seq, -score))[:limit]
+    return [Scored(candidates[i], float(score[i]), float(keyword[i]), float(semantic[i]),
+                   float(recency[i]), float(frequency[i]), float(salience[i]))
+            for i in order.tolist()]

@@ -52,6 +52,12 @@ class MatrixCache:
             return kept
         return self._read(project, count) or self._build(project)
 
+    def mapped(self, project: str, *, count: int | None = None) -> Matrix | None:
+        """The project's matrix if kept or mapped from a current file; nothing is built (a
+        large project's rows from SQLite would hold the index's lock for 100s of ms)."""
+        kept = self.kept(project)
+        return kept if kept is not None else self._read(project, count)
+
     def kept(self, project: str) -> Matrix | None:
         """The project's matrix if one is kept and current (nothing is read)."""
         kept = self._kept.get(project)

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import numpy as np
 import pytest
 
 from kg.errors import ValidationError
 from kg.longterm import LongTermMemory
 from kg.recall import InvalidQueryError, KeywordIndex, RecallEngine, wordllama_embedder
+from kg.recall.embedding import quantize
+from kg.recall.engine import _best, _nearest, _product
+from kg.recall.index_search import Filters
 from kg.terms import UnknownTermError
 from tests.recall.conftest import Recall
 
@@ -112,6 +118,33 @@ def test_modes_with_the_offline_embedder(recall: Recall) -> None:
     hybrid = engine.recall("p1", "kitten sofa", mode="hybrid")
     assert hybrid[0].memory.content.startswith("The kitten") and hybrid[0].semantic > 0.3
     assert engine.recall("p1", "kitten", mode="text")[0].keyword == 1.0
+
+
+def test_keyword_candidates_skip_filtered_rows_in_bm25_order(recall: Recall) -> None:
+    """Rows are looked up a few at a time; the result is the best passing ones, in order."""
+    m = recall.memory
+    for i in range(40):  # short texts rank first, but their confidence is below the floor
+        m.remember(f"zebra {i}", project="p1", session=f"s{i}", confidence=0.3)
+    for i in range(12):
+        m.remember(f"zebra crossing near the old station number {i}", project="p1",
+                   session=f"t{i}", confidence=0.9)
+    filters = Filters(project="p1", at=datetime.now(UTC).timestamp(), min_confidence=0.5)
+    ranked = recall.index.search_text("p1", ["zebra"], limit=100)
+    expected = [c.seq for c in recall.engine.search.matching(filters, [s for s, _ in ranked])]
+    got = recall.engine.search.keyword(filters, ["zebra"], limit=5)
+    assert [c.seq for c in got] == expected[:5] and len(expected) == 12
+    assert all(c.confidence == 0.9 and c.bm25 == dict(ranked)[c.seq] for c in got)
+
+
+def test_semantic_scan_picks_the_exact_best(recall: Recall) -> None:
+    """The SIMD int8 shortlist never changes which memories the float cosines choose."""
+    rng = np.random.default_rng(5)
+    codes = quantize(rng.standard_normal((3000, 256)).astype(np.float32))
+    for _ in range(50):
+        vector = rng.standard_normal(256).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        exact = _best(_product(codes.astype(np.float32), vector), 50)
+        assert _nearest(codes, vector, 50).tolist() == exact.tolist()
 
 
 def test_hits_explain_their_score(filled: Recall) -> None:
