@@ -5,11 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from pyoxigraph import Literal, NamedNode, Quad
+from pyoxigraph import Literal, NamedNode, Quad, QuerySolutions
 
 from kg.graphs import long_term
+from kg.longterm.triples import datetime_literal
 from kg.memory import Memory
 from kg.namespaces import JIDO
+from kg.resources import query_text
 from tests.recall.conftest import Recall
 
 
@@ -78,6 +80,55 @@ def test_facts_about_hides_superseded_unless_asked(recall: Recall,
     early = project["fact_db2"].recorded_at - timedelta(seconds=1)
     assert ids(recall.helpers.facts_about("p1", "postgresql", as_of=early)) == [
         project["fact_db"].id]
+
+
+def test_facts_about_query_checks_kind_retirement_and_validity(recall: Recall) -> None:
+    """queries/facts_about.rq alone: a fact visible at the moment passes, nothing else does."""
+    r, now = recall.memory, recall.clock()
+    later, earlier = now + timedelta(days=1), now - timedelta(days=1)
+    made = {
+        "current": r.remember("Redis is the cache", project="p1", session="s1"),
+        "hypothesis": r.remember("Redis may be slow", project="p1", session="s1",
+                                 type="hypothesis"),
+        "not yet valid": r.remember("Valkey replaces Redis", project="p1", session="s1",
+                                    valid_from=later),
+        "expired": r.remember("Memcached was the cache", project="p1", session="s1",
+                              valid_until=earlier),
+        "retired": r.remember("Redis runs on port 6380", project="p1", session="s1"),
+    }
+    recall.clock.tick()
+    r.forget(made["retired"].memory.id, project="p1", reason="moved")
+    at = recall.clock.tick()
+
+    def confirmed(key: str, superseded: bool) -> bool:
+        result = recall.store.query(
+            query_text("facts_about"), default_graph=[long_term("p1")],
+            substitutions={"memory": made[key].memory.iri, "at": datetime_literal(at),
+                           "includeSuperseded": Literal(superseded)})
+        assert isinstance(result, QuerySolutions)
+        return any(True for _ in result)
+
+    assert [k for k in made if confirmed(k, False)] == ["current"]
+    assert [k for k in made if confirmed(k, True)] == ["current", "retired"]
+
+
+def test_decisions_with_alternatives_stops_at_the_limit_oldest_first(recall: Recall) -> None:
+    """Only decisions with alternatives count; the limit keeps the oldest of them."""
+    r = recall.memory
+    alternative = r.remember("Option B", project="p1", session="s1", type="alternative").memory
+    decisions = []
+    for i in range(6):
+        recall.clock.tick()
+        decisions.append(r.remember(f"Decision number {i}", project="p1", session="s1",
+                                    type="decision").memory)
+    for decision in decisions[1:]:  # the oldest decision considered no alternative
+        link(recall, decision, "hasAlternative", alternative)
+    link(recall, decisions[3], "selectedAlternative", alternative)
+    rows = recall.helpers.decisions_with_alternatives("p1", limit=2)
+    assert [row.decision.id for row in rows] == [decisions[1].id, decisions[2].id]
+    rows = recall.helpers.decisions_with_alternatives("p1", limit=3)
+    assert [row.decision.id for row in rows] == [d.id for d in decisions[1:4]]
+    assert rows[2].selected == alternative and rows[0].selected is None
 
 
 def test_decisions_in_order(recall: Recall, project: dict[str, Memory]) -> None:
