@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 from kg.context import (
@@ -35,6 +37,7 @@ from kg.longterm.promotion import PromotionEngine, PromotionResult, PromotionTri
 from kg.longterm.tools import TOOL_DEFINITIONS, MemoryToolExecutor, ToolContext
 from kg.memory import Memory
 from kg.recall.catch_up import IndexCatchUp
+from kg.recall.embedding import embedder_of
 from kg.recall.engine import RecallEngine, index_location
 from kg.recall.keyword_index import KeywordIndex
 from kg.settings import Settings
@@ -133,13 +136,22 @@ class MemoryService:
         store = store if store is not None else open_store(settings)
         ensure_ontology(store)
         location = index_location(settings)
-        index = KeywordIndex(location)
+        index = KeywordIndex(location, embedder=embedder_of(settings))
         # Recall counts are written by the tracker's 5-second timer thread, not by the request
         # that fills a batch: a synchronous flush (a store write plus re-indexing) in the middle
         # of context assembly was the whole p95 (measured: 41 ms vs a 2.4 ms median).
         long_term = LongTermMemory(store, listeners=[index], flush_every=RECALL_FLUSH_EVERY)
         engine = RecallEngine(store, long_term, index=index)
-        if settings.index_check == "startup" or not index.is_compatible():
+        if not index.is_compatible():
+            # A whole rebuild (every memory embedded again: minutes for a large store) before
+            # serving: say why, as a server starting up would otherwise look hung.
+            log.warning("%s; rebuilding it from the store (%d memories) before serving",
+                        _incompatibility(index, location, settings),
+                        engine.store_fingerprint().count)
+            started = time.monotonic()
+            engine.ensure_index(progress=False)
+            log.info("recall index rebuilt in %.1f s", time.monotonic() - started)
+        elif settings.index_check == "startup":
             engine.ensure_index(progress=False)  # a missing index must exist before serving
         else:
             _verify_in_background(engine)
@@ -443,3 +455,13 @@ def _verify_in_background(engine: RecallEngine) -> None:
             log.exception("checking the recall index against the store failed")
 
     threading.Thread(target=verify, name="recall-index-check", daemon=True).start()
+
+
+def _incompatibility(index: KeywordIndex, location: Path | None, settings: Settings) -> str:
+    """Why an existing recall index cannot be used as it is (for the start-up log)."""
+    where = f"recall index {location or '(in memory)'}"
+    schema, embedder = index.built_with()
+    if embedder != index.embedder_name:
+        return (f"{where} was built with embedder {embedder or ''!r} but settings "
+                f"want {index.embedder_name!r} (KG_EMBEDDER={settings.embedder})")
+    return f"{where} has schema {schema!r}, not this code's"

@@ -42,7 +42,7 @@ class Settings(BaseSettings):
         description="Public base URL of the service, if behind a proxy (used in links).",
     )
 
-    # --- recall (kg/recall): where the keyword/embedding index lives ---------------------------
+    # --- recall (kg/recall): where the keyword/embedding index lives, and its embedder -------
     index: str = Field(
         default="",
         description=(
@@ -50,6 +50,16 @@ class Settings(BaseSettings):
             "'<store dir>.recall.sqlite' (in memory for a ':memory:' store); the words go to"
             " the folder beside it with the suffix '.text', the embedding matrices (one file"
             " per project) to the one with the suffix '.vectors'."
+        ),
+    )
+    embedder: Literal["wordllama", "none"] = Field(
+        default="wordllama",
+        description=(
+            "Embedding function of the recall index: 'wordllama' (the bundled offline model, "
+            "nothing downloaded) gives 'semantic' recall and lets 'hybrid' find memories that "
+            "share no word with the query, at the cost of a model load at start-up and one "
+            "embedding per remember; 'none' keeps recall keyword-only ('semantic' is refused). "
+            "An index built with another choice is rebuilt from the store at start-up."
         ),
     )
     index_check: Literal["startup", "background"] = Field(

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from kg.recall.embedding import Embedder, WordLlamaEmbedder, wordllama_embedder
+from kg.recall.embedding import Embedder, WordLlamaEmbedder, embedder_of, wordllama_embedder
 from kg.recall.engine import MODES, MemorySource, RecallEngine, RecallHit, index_location
 from kg.recall.fusion import FusionWeights
 from kg.recall.helper_queries import DecisionAlternatives, QueryHelpers, RelatedMemory
@@ -33,6 +33,7 @@ __all__ = [
     "RecallHit",
     "RelatedMemory",
     "WordLlamaEmbedder",
+    "embedder_of",
     "index_location",
     "wordllama_embedder",
 ]

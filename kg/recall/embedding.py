@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -10,10 +12,13 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from kg.settings import Settings
+
 __all__ = [
     "Embedder",
     "WordLlamaEmbedder",
     "dequantize",
+    "embedder_of",
     "quantize",
     "wordllama_embedder",
 ]
@@ -38,8 +43,9 @@ class WordLlamaEmbedder:
     dim = 256
 
     def __init__(self) -> None:
-        import wordllama  # type: ignore[import-untyped]
-        from wordllama import WordLlama
+        with _logging_kept():
+            import wordllama  # type: ignore[import-untyped]
+            from wordllama import WordLlama
 
         # The wheel ships the weights; pointing cache_dir at the package is what makes the
         # offline load find them (plain disable_download=True does not).
@@ -54,10 +60,38 @@ class WordLlamaEmbedder:
         return np.asarray(self._model.embed(list(texts)), dtype=np.float32)
 
 
+@contextmanager
+def _logging_kept() -> Iterator[None]:
+    """Undo root-logger changes made inside: importing wordllama calls
+    `logging.basicConfig(level=INFO)`, which would print every library's INFO lines to the
+    stderr of the application (a server, the MCP process) that never asked for them."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 @cache
 def wordllama_embedder() -> WordLlamaEmbedder:
     """The process-wide WordLlama embedder (loaded once, ~0.1-0.7 s)."""
     return WordLlamaEmbedder()
+
+
+def embedder_of(settings: Settings) -> Embedder | None:
+    """The embedder of the service's recall index as `settings.embedder` (KG_EMBEDDER) chooses.
+
+    Every entry point that opens the service's index goes through here: an index opened with
+    another embedder than it was built with is judged incompatible and rebuilt.
+
+    >>> embedder_of(Settings(store=":memory:", embedder="none")) is None
+    True
+    """
+    if settings.embedder == "wordllama":
+        return wordllama_embedder()
+    return None
 
 
 def quantize(vectors: FloatMatrix) -> npt.NDArray[np.int8]:

@@ -34,6 +34,7 @@ MAX_LIMIT = 50
 KEYWORD_CANDIDATES = 200  # BM25 candidates a hybrid recall reranks with cosine
 SEMANTIC_CANDIDATES = 50  # embedding-only candidates added in hybrid mode …
 SEMANTIC_SCAN_LIMIT = 20_000  # … when the project is small enough to scan its matrix (~1 ms)
+MIN_HYBRID_COSINE = 0.25  # … and near enough (WordLlama: related 0.27-0.48, unrelated < 0.2)
 
 
 class MemorySource(Protocol):
@@ -162,6 +163,11 @@ class RecallEngine:
             if seqs:
                 products = _product(rows.astype(np.float32), vector)
                 cosines = dict(zip(seqs, (products / 127.0).tolist(), strict=True))
+            if mode == "hybrid":
+                # A memory found by meaning alone must be near enough: without a floor, any
+                # query (however unrelated) would recall `limit` memories of a small project.
+                candidates = [c for c in candidates
+                              if c.bm25 > 0 or cosines.get(c.seq, 0.0) >= MIN_HYBRID_COSINE]
         return fuse(candidates, cosines, now=now, weights=self.weights, limit=limit)
 
     def _semantic(self, filters: Filters, vector: np.ndarray, *, mode: str) -> list[Candidate]:

@@ -118,13 +118,15 @@ class KeywordIndex:
         """The embedder's class name, or '' without one (a change invalidates the vectors)."""
         return type(self.embedder).__name__ if self.embedder is not None else ""
 
-    def is_compatible(self) -> bool:
-        """True if the file has this code's schema and was built with the same embedder."""
+    def built_with(self) -> tuple[str | None, str | None]:
+        """(schema version, embedder name) the index's file was built with."""
         with self.lock:
             meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
-        return bool(
-            meta.get("schema") == SCHEMA_VERSION and meta.get("embedder") == self.embedder_name
-        )
+        return meta.get("schema"), meta.get("embedder")
+
+    def is_compatible(self) -> bool:
+        """True if the file has this code's schema and was built with the same embedder."""
+        return self.built_with() == (SCHEMA_VERSION, self.embedder_name)
 
     def fingerprint(self) -> IndexFingerprint:
         """The fingerprint of what the index holds (compare with the store's)."""

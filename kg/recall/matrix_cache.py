@@ -30,7 +30,8 @@ class MatrixCache:
 
     def current(self, project: str, *, count: int | None = None) -> Matrix | None:
         """The project's matrix without reading SQLite; a stale kept one (or None) while a
-        thread rebuilds it when the file is missing, stale or corrupt.
+        thread rebuilds it when the file is missing, stale or corrupt (an in-memory index has
+        no files to wait for: its matrix is built from the rows now).
 
         A stale matrix misses only the newest memories (keyword search still finds them) and
         may name purged ones (the filters drop them); hits are scored from SQLite's vectors."""
@@ -41,6 +42,8 @@ class MatrixCache:
         found = self._read(project, count)
         if found is not None:
             return found
+        if self.files.folder is None:  # an in-memory index: no file to wait for, build now
+            return self._build(project)
         self._soon(project, self._build)
         return kept
 
