@@ -88,7 +88,10 @@ def run_locomo(
     store = EmbeddedStore(None)
     index = KeywordIndex(None, embedder=embedder)
     memory = LongTermMemory(store, listeners=[index])
-    engine = RecallEngine(store, memory, index=index)
+    # Questions are independent: counting their recalls would let earlier questions raise
+    # later ones' frequency signal, and on the tracker's timer thread (measured: recall@10
+    # 0.7304-0.7354 across runs of the same code).
+    engine = RecallEngine(store, memory, index=index, record_access=False)
     result = LocomoResult(scores={})
     for number, sample in enumerate(samples):
         project = "locomo-" + _SAFE.sub("-", str(sample.get("sample_id", number)))[:100]
