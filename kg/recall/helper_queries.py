@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import islice
 
 from pyoxigraph import Literal, NamedNode, QuerySolutions
 
@@ -15,7 +14,7 @@ from kg.longterm.triples import datetime_literal
 from kg.memory import Memory, memory_iri
 from kg.namespaces import JIDO
 from kg.recall.engine import RecallEngine
-from kg.recall.index_search import Candidate, Filters
+from kg.recall.index_search import Filters
 from kg.recall.memory_record import epoch
 from kg.recall.query_text import query_tokens, validate_query
 from kg.resources import query_text
@@ -70,27 +69,14 @@ class QueryHelpers:
         at = _at(as_of)
         filters = Filters(project=validate_identifier(project, name="project id"),
                           at=epoch(at), types=("fact",), include_retired=include_superseded)
-        candidates = self.engine.search.keyword(
-            filters, query_tokens(topic), limit=max(limit * 5, 100), all_words=True)
-        confirmed = islice(self._confirmed_facts(candidates, project, at, include_superseded,
-                                                 page=limit), limit)
-        return sorted(confirmed, key=lambda memory: memory.timestamp, reverse=True)
-
-    def _confirmed_facts(self, candidates: list[Candidate], project: str, at: datetime,
-                         include_superseded: bool, *, page: int) -> Iterator[Memory]:
-        """The candidates the graph confirms as facts visible at `at`, in the order given.
-
-        Records are decoded a page at a time (~14 µs each): most candidates are confirmed, so
-        the first page is usually all that is read."""
-        for start in range(0, len(candidates), page):
-            seqs = [c.seq for c in candidates[start:start + page]]
-            records = self.engine.search.records(seqs)
-            for seq in seqs:
-                memory = records.get(seq)
-                if memory is not None and any(self._rows(
-                        "facts_about", project, at, include_superseded,
-                        memory=memory_iri(memory.id))):
-                    yield memory
+        # Like the ordered helpers, the index alone answers (kept in step with the graph on
+        # every write; tests check it against queries/facts_about.rq): confirming each hit
+        # with that query cost ~0.2 ms a hit at 100,000 memories a project.
+        candidates = self.engine.search.keyword(filters, query_tokens(topic), limit=limit,
+                                                all_words=True)
+        records = self.engine.search.records([c.seq for c in candidates])
+        found = [records[c.seq] for c in candidates if c.seq in records]
+        return sorted(found, key=lambda memory: memory.timestamp, reverse=True)
 
     def decisions_in_order(self, project: str, *, limit: int = 100,
                            include_superseded: bool = False,

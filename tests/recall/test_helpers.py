@@ -11,6 +11,7 @@ from kg.graphs import long_term
 from kg.longterm.triples import datetime_literal
 from kg.memory import Memory
 from kg.namespaces import JIDO
+from kg.recall.analyzer import stems
 from kg.resources import query_text
 from tests.recall.conftest import Recall
 
@@ -110,6 +111,30 @@ def test_facts_about_query_checks_kind_retirement_and_validity(recall: Recall) -
 
     assert [k for k in made if confirmed(k, False)] == ["current"]
     assert [k for k in made if confirmed(k, True)] == ["current", "retired"]
+
+
+@pytest.mark.parametrize("topic", ["postgresql", "postgresql backups", "svelte", "mysql"])
+@pytest.mark.parametrize("superseded", [False, True])
+def test_facts_about_matches_the_graph(recall: Recall, project: dict[str, Memory], topic: str,
+                                       superseded: bool) -> None:
+    """The helper answers from the index; the graph query must agree on every memory."""
+    recall.memory.forget(project["fact_db"].id, project="p1", reason="upgraded")
+    at = recall.clock.tick()
+    words = set(stems(topic))
+
+    def visible_fact(memory: Memory) -> bool:
+        result = recall.store.query(
+            query_text("facts_about"), default_graph=[long_term("p1")],
+            substitutions={"memory": memory.iri, "at": datetime_literal(at),
+                           "includeSuperseded": Literal(superseded)})
+        assert isinstance(result, QuerySolutions)
+        return any(True for _ in result)
+
+    expected = sorted((m for m in recall.memory.iter_memories("p1")
+                       if words <= set(stems(m.content)) and visible_fact(m)),
+                      key=lambda m: m.timestamp, reverse=True)
+    got = recall.helpers.facts_about("p1", topic, include_superseded=superseded, as_of=at)
+    assert ids(got) == ids(expected)
 
 
 def test_decisions_with_alternatives_stops_at_the_limit_oldest_first(recall: Recall) -> None:
