@@ -151,8 +151,13 @@ class MemoryService:
             started = time.monotonic()
             engine.ensure_index(progress=False)
             log.info("recall index rebuilt in %.1f s", time.monotonic() - started)
-        elif settings.index_check == "startup":
-            engine.ensure_index(progress=False)  # a missing index must exist before serving
+        elif settings.index_check == "startup" or index.created:
+            # A missing index must exist before serving: built in the background, it would
+            # hold the index's lock (every recall and write waiting) for minutes at 1M.
+            if index.created:
+                log.info("recall index %s is new; building it from the store before serving",
+                         location or "(in memory)")
+            engine.ensure_index(progress=False)
         else:
             _verify_in_background(engine)
         catch_up = None

@@ -67,6 +67,7 @@ class Settings(BaseSettings):
         description=(
             "When an existing recall index is compared with the store (a scan of every "
             "memory): 'background' serves at once and rebuilds later if stale; 'startup' waits."
+            " A missing index is always built before serving."
         ),
     )
 

@@ -85,6 +85,9 @@ class KeywordIndex:
         self.db.execute("PRAGMA cache_size = -131072")
         self.generation: dict[str, int] = {}  # per project, bumped when texts come or go
         self._migrate()
+        # A new file (or one without rows) holds nothing yet: its first check must build it.
+        self.created = self.db.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'memory'").fetchone() is None
         self.db.executescript(SCHEMA)
         self.db.execute(
             "INSERT OR IGNORE INTO meta VALUES ('schema', ?), ('embedder', ?)",

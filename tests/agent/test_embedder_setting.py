@@ -8,6 +8,7 @@ Changing the setting rebuilds an existing index from the store at start-up.
 from __future__ import annotations
 
 import logging
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -255,3 +256,28 @@ def test_http_keyword_only(tmp_path: Path) -> None:
     assert set(body["error"]) == {"status", "code", "message", "details"}
     assert body["error"]["code"] == "invalid_input"
     assert "semantic recall needs an embedder" in body["error"]["message"]
+
+
+def test_a_lost_index_is_built_before_the_service_serves(tmp_path: Path) -> None:
+    """Deleting the index: the next open builds it before returning (not on a thread that
+    holds the index's lock while recalls and writes wait)."""
+    settings = Settings(store=str(tmp_path / "store"))
+    service = MemoryService.open(settings)
+    _fill(service)
+    service.close()
+    location = index_location(settings)
+    assert location is not None
+    for path in location.parent.glob(location.name + "*"):
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    service = MemoryService.open(settings)
+    try:
+        # Read the file beside the service (its lock would wait for a background build).
+        with sqlite3.connect(location) as db:
+            assert db.execute("SELECT COUNT(*) FROM memory").fetchone() == (len(OTHERS) + 2,)
+        assert _found(service, CAT)[:1] == [KITTEN]
+        assert _found(service, "kitten")[:1] == [KITTEN]
+    finally:
+        service.close()
