@@ -57,72 +57,54 @@ def test_the_default_service_recalls_by_meaning(tmp_path: Path) -> None:
     # recall right after it already scans every embedding.
     settings = Settings(store=str(tmp_path / "store"))
     assert settings.embedder == "wordllama"
-    service = MemoryService.open(settings)
-    try:
+    with _service(settings) as service:
         _fill(service)
         assert _found(service, CAT)[:1] == [KITTEN]
         assert _found(service, SALES)[:1] == [REVENUE]
         assert _found(service, "kitten")[:1] == [KITTEN]  # keywords still rank first
         assert _found(service, CAT, mode="text") == []
-    finally:
-        service.close()
 
 
 def test_an_in_memory_service_recalls_by_meaning_right_after_a_write(
         store: EmbeddedStore) -> None:
     """No matrix file to wait for: the recall after a write scans the new embedding too."""
-    service = MemoryService.open(Settings(store=MEMORY_STORE), store=store)
-    try:
+    with _service(Settings(store=MEMORY_STORE), store=store) as service:
         service.remember("p", OTHERS[0])
         assert _found(service, CAT) == []
         service.remember("p", KITTEN)
         assert _found(service, CAT)[:1] == [KITTEN]
-    finally:
-        service.close()
 
 
 def test_an_unrelated_query_recalls_nothing(tmp_path: Path) -> None:
     """Memories found by meaning alone must be near the query (MIN_HYBRID_COSINE)."""
-    service = MemoryService.open(Settings(store=str(tmp_path / "store")))
-    try:
+    with _service(Settings(store=str(tmp_path / "store"))) as service:
         _fill(service)
         assert _found(service, "what is the weather tomorrow") == []
         assert _found(service, "banana smoothie recipe") == []
         assert _found(service, "banana smoothie recipe", mode="semantic") != []  # nearest, any
-    finally:
-        service.close()
 
 
 def test_a_keyword_only_service_cannot(store: EmbeddedStore) -> None:
-    service = MemoryService.open(Settings(store=MEMORY_STORE, embedder="none"), store=store)
-    try:
+    with _service(Settings(store=MEMORY_STORE, embedder="none"), store=store) as service:
         _fill(service)
         assert _found(service, CAT) == []
         assert _found(service, SALES) == []
         assert _found(service, "kitten")[:1] == [KITTEN]
-    finally:
-        service.close()
 
 
 def test_semantic_mode_needs_the_embedder(store: EmbeddedStore) -> None:
-    service = MemoryService.open(Settings(store=MEMORY_STORE, embedder="none"), store=store)
-    try:
+    with _service(Settings(store=MEMORY_STORE, embedder="none"), store=store) as service:
         _fill(service)
         with pytest.raises(ValidationError, match="semantic recall needs an embedder"):
             service.recall("p", CAT, mode="semantic")
         result = service.execute_tool("recall", {"query": CAT, "mode": "semantic"}, project="p")
         assert result["ok"] is False
         assert "semantic recall needs an embedder" in result["error"]["message"]
-    finally:
-        service.close()
-    service = MemoryService.open(Settings(store=MEMORY_STORE), store=store)
-    try:
+    with _service(Settings(store=MEMORY_STORE), store=store) as service:
         assert _found(service, CAT, mode="semantic")[:1] == [KITTEN]
         result = service.execute_tool("recall", {"query": CAT, "mode": "semantic"}, project="p")
         assert result["ok"] is True
         assert result["result"]["memories"][0]["content"] == KITTEN
-    finally:
-        service.close()
 
 
 def _meta_embedder(settings: Settings) -> str:
@@ -217,6 +199,15 @@ def test_loading_the_embedder_leaves_logging_alone() -> None:
 
 
 @contextmanager
+def _service(settings: Settings, **kwargs: Any) -> Iterator[MemoryService]:
+    service = MemoryService.open(settings, **kwargs)
+    try:
+        yield service
+    finally:
+        service.close()
+
+
+@contextmanager
 def _client(store: str, **settings: Any) -> Iterator[FlaskClient]:
     app = create_app(Settings(store=store, tokens=TOKENS, **settings))
     app.config["TESTING"] = True
@@ -272,12 +263,9 @@ def test_a_lost_index_is_built_before_the_service_serves(tmp_path: Path) -> None
             shutil.rmtree(path)
         else:
             path.unlink()
-    service = MemoryService.open(settings)
-    try:
+    with _service(settings) as service:
         # Read the file beside the service (its lock would wait for a background build).
         with sqlite3.connect(location) as db:
             assert db.execute("SELECT COUNT(*) FROM memory").fetchone() == (len(OTHERS) + 2,)
         assert _found(service, CAT)[:1] == [KITTEN]
         assert _found(service, "kitten")[:1] == [KITTEN]
-    finally:
-        service.close()
