@@ -162,9 +162,15 @@ def recall_http(repeats: int, workdir: Path, n: int) -> dict[str, Any]:
     source = cached_store(n)
     target = workdir / f"recall-{n}"
     shutil.copytree(source, target)
-    index = source.with_name(source.name + ".recall.sqlite")
-    if index.is_file():  # reuse the cached index: building one for 1M memories takes ~10 min
-        shutil.copyfile(index, target.with_name(target.name + ".recall.sqlite"))
+    # Reuse the cached index (building one for 1M memories takes ~7 min): the SQLite file and
+    # the folders beside it (words, embedding matrices); without its words, the server would
+    # re-index them under the index's lock and the first recall would wait minutes.
+    for part in (".recall.sqlite", ".recall.text", ".recall.vectors"):
+        cached = source.with_name(source.name + part)
+        if cached.is_dir():
+            shutil.copytree(cached, target.with_name(target.name + part))
+        elif cached.is_file():
+            shutil.copyfile(cached, target.with_name(target.name + part))
     started = time.perf_counter()
     server = _Server(target)  # builds the recall index at startup when there is none
     startup = time.perf_counter() - started
