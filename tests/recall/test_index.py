@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kg.longterm import LongTermMemory
 from kg.recall import KeywordIndex, RecallEngine, index_location
+from kg.recall.index_schema import fingerprint_sql
 from kg.settings import Settings
 from kg.store import EmbeddedStore
 from tests.recall.conftest import Recall
@@ -97,3 +98,11 @@ def test_neighbouring_turns_give_context(recall: Recall) -> None:
     hits = contents(recall, "which database did we pick")
     assert hits[0] == "We picked a new database last week"
     assert "It is PostgreSQL 16" in hits  # found through its neighbour's words
+
+
+def test_the_fingerprint_reads_a_covering_index_not_the_rows(recall: Recall) -> None:
+    """The start-up check must not read every row (at 1M: 1.2 GB of mapped pages in RSS)."""
+    recall.memory.remember("Grafana dashboards live in ops/", project="p1", session="s1")
+    plan = recall.index.db.execute("EXPLAIN QUERY PLAN " + fingerprint_sql()).fetchall()
+    assert any("COVERING INDEX memory_fingerprint" in str(row[-1]) for row in plan), plan
+    assert recall.index.fingerprint().count == 1
