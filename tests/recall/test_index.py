@@ -106,3 +106,23 @@ def test_the_fingerprint_reads_a_covering_index_not_the_rows(recall: Recall) -> 
     plan = recall.index.db.execute("EXPLAIN QUERY PLAN " + fingerprint_sql()).fetchall()
     assert any("COVERING INDEX memory_fingerprint" in str(row[-1]) for row in plan), plan
     assert recall.index.fingerprint().count == 1
+
+
+def test_a_lost_tail_of_writes_is_caught_up_without_a_rebuild(recall: Recall) -> None:
+    """Writes that reached the store but not the index (a crash between the two), and a
+    forget the index missed, are applied from the store; the index is not rebuilt."""
+    kept = recall.memory.remember("Builds run on Buildkite", project="p1", session="s1").memory
+    recall.clock.tick()
+    blind = LongTermMemory(recall.store, clock=recall.clock)  # writes the index never sees
+    lost = blind.remember("Artifacts go to S3", project="p1", session="s2").memory
+    blind.remember("Releases are tagged on main", project="p2", session="s1")
+    blind.forget(kept.id, project="p1", reason="moved to GitHub Actions")
+    blind.close()
+    assert not recall.engine.is_index_current()
+    assert recall.engine.ensure_index(progress=False) is False  # caught up, not rebuilt
+    assert recall.engine.is_index_current()
+    assert contents(recall, "artifacts s3") == ["Artifacts go to S3"]
+    assert contents(recall, "buildkite") == []
+    assert [h.memory.id for h in recall.engine.recall("p1", "s3")] == [lost.id]
+    assert [h.memory.content for h in recall.engine.recall("p2", "releases")] == [
+        "Releases are tagged on main"]
