@@ -226,32 +226,44 @@ class RecallEngine:
 
     def ensure_index(self, *, progress: bool = True) -> bool:
         """Bring the index in step with the store: catch up if it is behind, rebuild it if
-        that fails or it is empty or incompatible; True if rebuilt."""
+        that fails or it is empty or incompatible; True if rebuilt.
+
+        The store is scanned (~26 s at 1M memories) without the index's lock, so recalls and
+        writes go on meanwhile; only a mismatch takes the lock, to check again and repair with
+        no write landing between the two sides."""
         self.memories.flush()  # a rebuild then reads this instance's recall counts too
         self.repair_text(progress=progress)
         if self.index.is_compatible():
-            store = self.store_fingerprint()  # a scan of the store: ~26 s at 1M memories
-            if _same(self.index.fingerprint(), store) or self._caught_up(store):
+            if _same(self.index.fingerprint(), self.store_fingerprint()):
                 self.repair_matrices()
                 return False
+            with self.index.lock:  # a write between the two fingerprints differs too: recheck
+                if self._caught_up():
+                    self.repair_matrices()
+                    return False
         self.rebuild_index(progress=progress)
         return True
 
-    def _caught_up(self, store: IndexFingerprint) -> bool:
+    def _caught_up(self) -> bool:
         """Apply what the store changed after the index's latest change (a crash's lost tail,
-        another instance's writes) and what it purged; True if the index then matches `store`.
+        another instance's writes) and what it purged; True if the index is then in step.
 
-        ~30 s at 1M memories, where a rebuild with embeddings takes ~7 min with the index's
+        ~36 s at 1M memories, where a rebuild with embeddings takes ~7 min with the index's
         lock held (recalls and writes waiting). An empty index is rebuilt instead."""
         if self.index.fingerprint().count == 0:
             return False
-        try:
-            IndexCatchUp(self.store, self.memories, self.index).catch_up()
-        except Exception:  # a failed catch-up leaves the rebuild to do the work
-            log.warning("recall index catch-up failed; rebuilding", exc_info=True)
-            return False
-        # A write landing during the catch-up can make this differ: the rebuild then follows.
-        return _same(self.index.fingerprint(), store)
+        catch_up = IndexCatchUp(self.store, self.memories, self.index)
+        # Twice: a write can reach the store and then wait for the index's lock, held here;
+        # long-term memory makes one write at a time, so a second pass sees the last of them.
+        for _ in range(2):
+            try:
+                catch_up.catch_up()
+            except Exception:  # a failed catch-up leaves the rebuild to do the work
+                log.warning("recall index catch-up failed; rebuilding", exc_info=True)
+                return False
+            if _same(self.index.fingerprint(), self.store_fingerprint()):
+                return True
+        return False
 
     def repair_matrices(self) -> int:
         """Write the embedding file of every project whose file is missing or stale."""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from kg.longterm import LongTermMemory
+from kg.memory_service import MemoryService
 from kg.recall import KeywordIndex, RecallEngine, index_location
 from kg.recall.index_schema import fingerprint_sql
+from kg.resources import query_text
 from kg.settings import Settings
 from kg.store import EmbeddedStore
 from tests.recall.conftest import Recall
@@ -126,3 +130,50 @@ def test_a_lost_tail_of_writes_is_caught_up_without_a_rebuild(recall: Recall) ->
     assert [h.memory.id for h in recall.engine.recall("p1", "s3")] == [lost.id]
     assert [h.memory.content for h in recall.engine.recall("p2", "releases")] == [
         "Releases are tagged on main"]
+
+
+class _SlowMarkerStore:
+    """The real store, whose fingerprint scan (queries/index_marker.rq) waits to be released."""
+
+    def __init__(self, store: EmbeddedStore) -> None:
+        self._store = store
+        self.scanning = threading.Event()
+        self.release = threading.Event()
+
+    def query(self, query: str, *args: Any, **kwargs: Any) -> Any:
+        if query == query_text("index_marker") and not self.release.is_set():
+            self.scanning.set()
+            self.release.wait(30)
+        return self._store.query(query, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_recall_and_writes_go_on_while_the_start_up_check_scans_the_store(
+        tmp_path: Path) -> None:
+    """The background check scans the store (~26 s at 1M) without the index's lock."""
+    settings = Settings(store=str(tmp_path / "store"), embedder="none")
+    service = MemoryService.open(settings)
+    service.remember("p1", "Alerts page the on-call engineer")
+    service.close()
+    slow = _SlowMarkerStore(EmbeddedStore(settings.store_path))
+    service = MemoryService.open(settings, store=slow)  # type: ignore[arg-type]
+    try:
+        assert slow.scanning.wait(10)  # the check is in the middle of its store scan
+        done = threading.Event()
+
+        def work() -> None:
+            service.remember("p1", "Dashboards are in Grafana")
+            hits = service.recall("p1", "alerts")
+            assert hits[0].memory.content == "Alerts page the on-call engineer"
+            done.set()
+
+        worker = threading.Thread(target=work)
+        worker.start()
+        assert done.wait(10), "recall or remember waited for the store scan"
+    finally:
+        slow.release.set()
+        worker.join(30)
+        service.close()
+        slow.close()
