@@ -122,8 +122,7 @@ def test_oversized_head_and_garbage_get_json_errors(live_server: RunningServer) 
 def test_connections_over_the_limit_get_503_and_others_go_on(
         server_factory: Callable[..., RunningServer]) -> None:
     server = server_factory(extra_env={"KG_MAX_CONNECTIONS": "2"})
-    held = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(2)]
-    time.sleep(0.3)  # both are accepted and idle in their threads
+    held = [_answered_connection(server.port) for _ in range(2)]  # both counted now
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as extra:
         extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         status, _, body = _read_response(extra, bytearray())
@@ -132,10 +131,22 @@ def test_connections_over_the_limit_get_503_and_others_go_on(
     assert _read_response(held[0], bytearray())[0] == 200
     for sock in held:
         sock.close()
-    time.sleep(0.3)  # their threads end and free the slots
-    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    connection.request("GET", "/health")
-    assert connection.getresponse().status == 200
+    _answered_connection(server.port).close()  # their threads end and free the slots
+
+
+def _answered_connection(port: int) -> socket.socket:
+    """A keep-alive connection the server has accepted and answered 200 on (retried while an
+    earlier connection's thread is still ending: sleeps were not enough on a busy machine)."""
+    deadline = time.monotonic() + 10
+    while True:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        status = _read_response(sock, bytearray())[0]
+        if status == 200:
+            return sock
+        sock.close()
+        assert time.monotonic() < deadline, f"no connection slot was freed (last: {status})"
+        time.sleep(0.05)
 
 
 def test_idle_connections_are_closed_and_free_their_slot(
