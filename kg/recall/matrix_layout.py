@@ -93,6 +93,8 @@ class MatrixLayout:
         if base is None or (len(data) - HEADER_BYTES) % self.record.itemsize:
             return None
         records = np.frombuffer(data, dtype=self.record, offset=HEADER_BYTES)
+        if (int(records["version"][-1]) if len(records) else base) != stamp[1]:
+            return None  # behind or ahead: known from the last record, before every page is read
         versions = np.concatenate(([base], records["version"]))
         steps = np.diff(versions)
         # Versions rise by one per write; a gap, a drop or another end means a lost write.
