@@ -39,8 +39,3 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(line)
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Fail loudly, at collection, if the W3C manifests are not beside the repository."""
-    w3c.suite_root()  # raises with a clear message when ../shared is missing
-
-

@@ -37,6 +37,13 @@ def test_manifests_hold_the_expected_number_of_tests() -> None:
     assert (len(PROTOCOL), len(GRAPH_STORE)) == (34, 13)
 
 
+def test_service_description_checks_are_the_manifest_entries() -> None:
+    manifest = Graph().parse(w3c.suite_root() / "service-description" / "manifest.ttl")
+    entries = {str(s).rsplit("#", 1)[1]
+               for s in manifest.subjects(RDF.type, w3c.MF.ServiceDescriptionTest)}
+    assert entries == {"returns-rdf", "has-endpoint-triple", "conforms-to-schema"}
+
+
 @pytest.mark.parametrize("test", PROTOCOL, ids=lambda t: t.name)
 def test_protocol(test: w3c.W3cTest, sparql_server: RunningServer) -> None:
     _reset(sparql_server, test)

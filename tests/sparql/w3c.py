@@ -1,6 +1,6 @@
 """A runner for the W3C SPARQL 1.1 Protocol / Graph Store / Service Description manifests.
 
-It reads the manifests (copied under ../shared/conformance/w3c beside the repository), sends
+It reads the manifests (copied into tests/data/w3c, see SOURCE.txt there), sends
 each test's ht:Request list to a real server on loopback and checks each ht:Response the way
 the manifests describe: status class or code, result format and boolean, Content-Type, an
 isomorphic graph body, and the Location template of graph creation.
@@ -34,15 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def suite_root() -> Path:
-    """The W3C manifests directory (../shared beside the repo); a clear error when absent."""
-    for candidate in (ROOT.parent / "shared" / "conformance" / "w3c",
-                      ROOT / "shared" / "conformance" / "w3c"):
-        if (candidate / "protocol" / "manifest.ttl").is_file():
-            return candidate
-    raise RuntimeError(
-        f"W3C manifests not found: expected {ROOT.parent / 'shared/conformance/w3c'} "
-        "(the shared/ folder must sit beside the repository)"
-    )
+    """The W3C manifests directory kept in the repository (tests/data/w3c)."""
+    return ROOT / "tests" / "data" / "w3c"
 
 
 @dataclass
