@@ -220,7 +220,7 @@ def put_context_item(session_id: str, key: str) -> Response:
     body = _body(m.ContextItemPut)
     item = memory_service().put_context_item(
         session_id, ckey, body.value, source=body.source, confidence=body.confidence,
-        memory_type=body.memory_type,
+        memory_type=body.type,
     )
     return _json(m.context_item_out(item))
 
@@ -291,7 +291,7 @@ def add_pending(session_id: str) -> Response:
     _project_of(session_id, write=True)
     body = _body(m.PendingIn)
     item = memory_service().add_pending(
-        session_id, body.content, memory_type=body.memory_type, confidence=body.confidence,
+        session_id, body.content, memory_type=body.type, confidence=body.confidence,
         source_type=body.source_type, rationale=body.rationale,
         importance_score=body.importance_score,
     )
@@ -330,7 +330,7 @@ def remember(project: str) -> Response:
     _project(project, write=True)
     body = _body(m.RememberRequest)
     memory = memory_service().remember(
-        project, body.content, memory_type=body.memory_type, confidence=body.confidence,
+        project, body.content, memory_type=body.type, confidence=body.confidence,
         source_type=body.source_type, session_id=body.session_id, agent=body.agent,
         rationale=body.rationale,
     )

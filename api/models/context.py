@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints
 
-from api.models.base import InputModel, OutputModel, Score
+from api.models.base import InputModel, OutputModel, Score, memory_type_field
 from api.models.conversation import MessageOut, message_out
 from api.models.memory import MemoryOut, memory_out
 from kg.context import TurnContext
@@ -32,7 +32,9 @@ class ContextItemPut(InputModel):
     value: Any
     source: ContextSource = ContextSource.EXPLICIT
     confidence: Score = 1.0
-    memory_type: MemoryType | None = None
+    type: MemoryType | None = memory_type_field(
+        None, "The kind of memory the item is promoted as; omit to infer it from key and source."
+    )
 
 
 class ContextItemOut(OutputModel):
@@ -43,7 +45,10 @@ class ContextItemOut(OutputModel):
     source: ContextSource
     confidence: float
     access_count: int
-    suggested_type: MemoryType | None
+    type: MemoryType | None = Field(
+        description="The kind of memory the item would be promoted as (given on PUT or "
+        "inferred); null for an item that is never promoted."
+    )
     tokens: int
 
 
@@ -94,7 +99,7 @@ def context_item_out(item: ContextItem) -> ContextItemOut:
         source=item.source,
         confidence=item.confidence,
         access_count=item.access_count,
-        suggested_type=item.suggested_type,
+        type=item.suggested_type,
         tokens=item.tokens,
     )
 

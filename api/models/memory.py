@@ -7,7 +7,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
-from api.models.base import Identifier, InputModel, OutputModel, Score, Text
+from api.models.base import (
+    Identifier,
+    InputModel,
+    OutputModel,
+    Score,
+    Text,
+    memory_type_field,
+)
 from kg.memory import Memory
 from kg.memory_service import Hit
 from kg.terms import MemoryType, SourceType
@@ -28,7 +35,7 @@ class RememberRequest(InputModel):
     """Write a long-term memory (the `remember` tool)."""
 
     content: Text
-    memory_type: MemoryType = MemoryType.FACT
+    type: MemoryType = memory_type_field(MemoryType.FACT, "The kind of memory.")
     confidence: Score = 0.8
     source_type: SourceType = SourceType.AGENT
     session_id: Identifier | None = None
@@ -42,7 +49,7 @@ class MemoryOut(OutputModel):
     id: str
     project: str
     session: str
-    type: MemoryType
+    type: MemoryType = Field(description="The kind of memory.")
     content: str
     confidence: float
     confidence_level: str
@@ -68,7 +75,11 @@ class RecallRequest(InputModel):
     """Find memories (the `recall` tool)."""
 
     query: Annotated[str, StringConstraints(min_length=1, max_length=1_000)]
-    types: list[MemoryType] | None = None
+    types: list[MemoryType] | None = Field(
+        default=None,
+        description="Only memories of these types (a list: the plural of a memory's `type`); "
+        "omit for every type.",
+    )
     min_confidence: Score = 0.0
     limit: Annotated[int, Field(ge=1, le=50)] = 10
     mode: Literal["hybrid", "text", "semantic"] = "hybrid"

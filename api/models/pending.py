@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from api.models.base import InputModel, OutputModel, Score, Text
+from api.models.base import InputModel, OutputModel, Score, Text, memory_type_field
 from kg.shortterm import PendingItem
 from kg.terms import MemoryType, SourceType
 
@@ -17,7 +17,7 @@ class PendingIn(InputModel):
     """Stage a memory for promotion: an agent decision, or implicit with an importance score."""
 
     content: Text
-    memory_type: MemoryType = MemoryType.FACT
+    type: MemoryType = memory_type_field(MemoryType.FACT, "The kind of memory to promote it as.")
     confidence: Score = 0.8
     source_type: SourceType = SourceType.AGENT
     rationale: Annotated[str, StringConstraints(max_length=10_000)] | None = None
@@ -31,7 +31,7 @@ class PendingOut(OutputModel):
 
     id: str
     content: str
-    memory_type: MemoryType
+    type: MemoryType = Field(description="The kind of memory it will be promoted as.")
     confidence: float
     source_type: SourceType
     rationale: str | None
@@ -50,7 +50,7 @@ def pending_out(item: PendingItem) -> PendingOut:
     return PendingOut(
         id=item.id,
         content=item.content,
-        memory_type=item.memory_type,
+        type=item.memory_type,
         confidence=item.confidence,
         source_type=item.source_type,
         rationale=item.rationale,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from kg.longterm.memories import MAX_CONTENT_BYTES, MAX_REASON_BYTES
@@ -13,12 +13,16 @@ from kg.terms import MemoryType
 
 __all__ = [
     "MAX_QUERY_BYTES",
+    "MEMORY_TYPE_ALIAS",
     "ForgetArgs",
     "RecallArgs",
     "RememberArgs",
 ]
 
 MAX_QUERY_BYTES = 1_000
+# The tools name a memory's type `type`; `memory_type` (the Python spelling) is accepted too.
+MEMORY_TYPE_ALIAS = "memory_type"
+_TYPE_FIELD = AliasChoices("type", MEMORY_TYPE_ALIAS)
 _TYPES = ", ".join(t.value for t in MemoryType)
 
 
@@ -53,20 +57,38 @@ def _memory_type(value: object) -> MemoryType:
     raise _fail("invalid_type", f"invalid memory type {value!r}; expected one of: {_TYPES}")
 
 
+def _reject_both_spellings(data: Any) -> Any:
+    if isinstance(data, dict) and "type" in data and MEMORY_TYPE_ALIAS in data:
+        raise PydanticCustomError(
+            "conflicting_alias", "{message}",
+            {"message": f"send either 'type' or its alias '{MEMORY_TYPE_ALIAS}', not both",
+             "field": "type"},
+        )
+    return data
+
+
 def _kind(value: object) -> str:
     return {type(None): "null", bool: "boolean", int: "number", float: "number", list: "array",
             dict: "object"}.get(type(value), type(value).__name__)
 
 
 class RememberArgs(BaseModel):
-    """remember(content, type="fact", confidence=0.8, rationale=None)."""
+    """remember(content, type="fact", confidence=0.8, rationale=None).
+
+    `memory_type` is accepted as an alias of `type`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     content: str
-    type: MemoryType = MemoryType.FACT
+    type: MemoryType = Field(default=MemoryType.FACT, validation_alias=_TYPE_FIELD)
     confidence: float = 0.8
     rationale: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        return _reject_both_spellings(data)
 
     @field_validator("content", mode="before")
     @classmethod
@@ -94,15 +116,23 @@ class RememberArgs(BaseModel):
 
 
 class RecallArgs(BaseModel):
-    """recall(query, mode="hybrid", type=None, min_confidence=0.5, limit=10)."""
+    """recall(query, mode="hybrid", type=None, min_confidence=0.5, limit=10).
+
+    `memory_type` is accepted as an alias of `type`.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     query: str
     mode: Literal["text", "semantic", "hybrid"] = "hybrid"
-    type: MemoryType | None = None
+    type: MemoryType | None = Field(default=None, validation_alias=_TYPE_FIELD)
     min_confidence: float = 0.5
     limit: int = Field(default=10)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        return _reject_both_spellings(data)
 
     @field_validator("query", mode="before")
     @classmethod

@@ -5,6 +5,10 @@ wraps the same schemas for OpenAI's `tools=`. `MemoryToolExecutor.execute(name, 
 context=...)` validates the arguments at the edge and returns `{"ok": true, "result": …}` or
 `{"ok": false, "error": {"code", "message", "field"}}`; on an error nothing is written.
 
+A memory's type is `type` in arguments and results, as at every edge of the service. The
+schemas publish only that spelling; `memory_type` (the Python keyword) is accepted as an alias
+in the arguments of remember and recall, and a call giving both is an `invalid_argument` error.
+
     >>> [tool["name"] for tool in TOOL_DEFINITIONS]
     ['remember', 'recall', 'forget']
 """
@@ -254,14 +258,15 @@ def _arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
 
 def _validation_error(exc: pydantic.ValidationError) -> dict[str, Any]:
     first = exc.errors(include_url=False)[0]
-    field = ".".join(str(part) for part in first["loc"]) or None
+    ctx = first.get("ctx") or {}
+    field = ".".join(str(part) for part in first["loc"]) or ctx.get("field") or None
     kind = first["type"]
     if kind == "missing":
         message = f"{field} is required"
     elif kind == "extra_forbidden":
         message = f"unexpected argument {field!r}"
-    elif "message" in (first.get("ctx") or {}):
-        message = str(first["ctx"]["message"])
+    elif "message" in ctx:
+        message = str(ctx["message"])
     else:
         message = f"{field}: {first['msg']}"
     return _error("invalid_argument", message, field)

@@ -73,9 +73,10 @@ def test_session_flow_over_http(api: FlaskClient) -> None:
 def test_pending_and_promotion(api: FlaskClient) -> None:
     ok(api.post("/v1/sessions", json={"project": "demo", "session_id": "s2"}, headers=WRITE), 201)
     decision = ok(api.post("/v1/sessions/s2/pending", json={
-        "content": "Releases are tagged vX.Y.Z", "memory_type": "process_convention"},
+        "content": "Releases are tagged vX.Y.Z", "type": "process_convention"},
         headers=WRITE), 201)
     assert decision["suggested_by"] == "agent" and decision["importance_score"] == 1.0
+    assert decision["type"] == "process_convention"
     ok(api.post("/v1/sessions/s2/pending", json={"content": "maybe tabs", "importance_score": 0.2},
                 headers=WRITE), 201)
     ready = ok(api.get("/v1/sessions/s2/pending", headers=READ))["items"]
@@ -91,8 +92,9 @@ def test_pending_and_promotion(api: FlaskClient) -> None:
 
 def test_remember_recall_forget(api: FlaskClient) -> None:
     created = ok(api.post("/v1/projects/demo/memories", json={
-        "content": "Use httpx for HTTP calls", "memory_type": "coding_standard"}, headers=WRITE),
+        "content": "Use httpx for HTTP calls", "type": "coding_standard"}, headers=WRITE),
         201)
+    assert created["type"] == "coding_standard"
     hits = ok(api.post("/v1/projects/demo/recall", json={"query": "httpx"}, headers=READ))["hits"]
     assert [h["memory"]["id"] for h in hits] == [created["id"]]
     forgotten = ok(api.post(f"/v1/projects/demo/memories/{created['id']}/forget",
@@ -170,7 +172,7 @@ def test_promotion_across_sessions_live(server_factory: Callable[..., RunningSer
     call("POST", "/v1/sessions", {"project": "live", "session_id": "one"})
     call("PUT", "/v1/sessions/one/context/framework", {"value": "Django", "source": "tool"})
     call("POST", "/v1/sessions/one/pending", {"content": "Never run migrations on Fridays",
-                                              "memory_type": "agent_rule"})
+                                              "type": "agent_rule"})
     closed = call("POST", "/v1/sessions/one/close")
     assert len(closed["promotion"]["promoted"]) == 2
     call("POST", "/v1/sessions", {"project": "live", "session_id": "two"})

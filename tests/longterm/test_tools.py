@@ -32,7 +32,9 @@ def test_definitions_are_valid_tool_schemas() -> None:
     remember = TOOL_DEFINITIONS[0]["input_schema"]["properties"]
     assert len(remember["type"]["enum"]) == 22 and remember["type"]["default"] == "fact"
     assert openai_tools()[1]["function"]["parameters"]["properties"]["limit"]["maximum"] == 50
-    json.dumps(TOOL_DEFINITIONS)
+    # A memory's type is `type` in every schema; the `memory_type` alias is not advertised.
+    assert "type" in TOOL_DEFINITIONS[1]["input_schema"]["properties"]
+    assert "memory_type" not in json.dumps(TOOL_DEFINITIONS)
 
 
 def test_remember_recall_forget_round_trip(tools: MemoryToolExecutor,
@@ -76,6 +78,16 @@ BAD: list[tuple[str, Any, str | None, str]] = [
      "rationale is 2,001 bytes; the limit is 2,000"),
     ("remember", {}, "content", "content is required"),
     ("remember", {"content": "x", "colour": "red"}, "colour", "unexpected argument 'colour'"),
+    ("remember", {"content": "x", "memory_type": "facts"}, "memory_type",
+     "invalid memory type 'facts'; expected one of: fact, assumption, hypothesis"),
+    ("remember", {"content": "x", "type": "fact", "memory_type": "fact"}, "type",
+     "send either 'type' or its alias 'memory_type', not both"),
+    ("remember", {"content": "x", "type": "fact", "memory_type": "decision"}, "type",
+     "send either 'type' or its alias 'memory_type', not both"),
+    ("recall", {"query": "q", "type": "fact", "memory_type": "fact"}, "type",
+     "send either 'type' or its alias 'memory_type', not both"),
+    ("recall", {"query": "q", "memory_type": "facts"}, "memory_type",
+     "invalid memory type 'facts'; expected one of: fact, assumption, hypothesis"),
     ("recall", {"query": "q", "limit": 51}, "limit", "limit must be between 1 and 50, got 51"),
     ("recall", {"query": "q", "limit": 0}, "limit", "limit must be between 1 and 50, got 0"),
     ("recall", {"query": "q" * 1001}, "query", "query is 1,001 bytes; the limit is 1,000"),
@@ -128,3 +140,19 @@ def test_forget_twice_and_no_engine(ltm: LongTermMemory) -> None:
     assert "already forgotten" in again["error"]["message"]
     no_engine = tools.execute("recall", {"query": "x"}, context=CTX)
     assert no_engine["error"]["code"] == "recall_unavailable"
+
+
+@pytest.mark.parametrize("spelling", ["type", "memory_type"])
+def test_type_or_its_alias_memory_type(tools: MemoryToolExecutor, ltm: LongTermMemory,
+                                       spelling: str) -> None:
+    made = tools.execute("remember", {"content": "Orders are sharded by region",
+                                      spelling: "architectural_decision"}, context=CTX)
+    assert made["ok"], made
+    assert made["result"]["type"] == "architectural_decision"
+    assert "memory_type" not in made["result"]
+    assert ltm.get(made["result"]["memory_id"]).type.value == "architectural_decision"
+    tools.execute("remember", {"content": "Orders are sharded weekly"}, context=CTX)
+    found = tools.execute("recall", {"query": "orders sharded", "mode": "text",
+                                     spelling: "architectural_decision"}, context=CTX)
+    assert [m["memory_id"] for m in found["result"]["memories"]] == [made["result"]["memory_id"]]
+    assert all("memory_type" not in m for m in found["result"]["memories"])

@@ -76,12 +76,12 @@ def hand_off(source: RunningServer, target: RunningServer, session_id: str,
     for item in context:
         call(target, "PUT", f"{base}/context/{item['key']}",
              {"value": item["value"], "source": item["source"],
-              "confidence": item["confidence"], "memory_type": item["suggested_type"]})
+              "confidence": item["confidence"], "type": item["type"]})
     for message in messages:
         call(target, "POST", base + "/messages",
              {"role": message["role"], "content": message["content"]})
     for item in pending:
-        staged = {k: item[k] for k in ("content", "memory_type", "confidence", "source_type",
+        staged = {k: item[k] for k in ("content", "type", "confidence", "source_type",
                                        "rationale")}
         if item["suggested_by"] != "agent":
             staged["importance_score"] = item["importance_score"]
@@ -96,7 +96,7 @@ def test_remembered_on_a_is_recalled_on_b_and_a_session_moves_from_a_to_b(
     oxigraph = oxigraph_factory()
     a = instance(server_factory, tmp_path / "a", oxigraph)
     made = call(a, "POST", "/v1/projects/acme/memories",
-                {"content": "The database is Postgres on port 5433", "memory_type": "fact"})
+                {"content": "The database is Postgres on port 5433", "type": "fact"})
     # A session starts on A.
     call(a, "POST", "/v1/sessions", {"project": "acme", "session_id": "moving", "agent": "coder"})
     call(a, "PUT", "/v1/sessions/moving/context/current_task",
@@ -104,7 +104,7 @@ def test_remembered_on_a_is_recalled_on_b_and_a_session_moves_from_a_to_b(
     call(a, "POST", "/v1/sessions/moving/messages",
          {"role": "user", "content": "Move the orders table to the new cluster"})
     call(a, "POST", "/v1/sessions/moving/pending",
-         {"content": "Orders live in the orders_v2 table", "memory_type": "fact"})
+         {"content": "Orders live in the orders_v2 table", "type": "fact"})
 
     # B joins (its recall index catches up with the server on start-up); both keep running.
     b = instance(server_factory, tmp_path / "b", oxigraph)
@@ -153,7 +153,7 @@ def test_running_instances_catch_up_with_each_other(
     assert recalled(b, "acme", "redis cache") == []
 
     made = call(a, "POST", "/v1/projects/acme/memories",
-                {"content": "The cache is Redis on port 6380", "memory_type": "fact"})
+                {"content": "The cache is Redis on port 6380", "type": "fact"})
     call(a, "POST", "/v1/projects/scratch/memories", {"content": "Scratch notes use Redis too"})
     assert recalled_soon(b, "acme", "redis cache", ["The cache is Redis on port 6380"]) == [
         "The cache is Redis on port 6380"]
