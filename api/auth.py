@@ -27,6 +27,8 @@ __all__ = [
 Access = Literal["read", "write", "admin"]
 _KEY = "jido_kg_auth"
 _RANK: dict[str, int] = {"read": 0, "write": 1, "admin": 2}
+_ACTIONS: dict[str, str] = {"read": "reads (KG_ANONYMOUS_READ is false)", "write": "writes",
+                            "admin": "admin requests"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,9 @@ def principal_for(app: Flask, header: str) -> Principal:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise AuthenticationError("use 'Authorization: Bearer <token>'")
+    if not table.tokens:
+        # "not valid" would send the caller hunting for a typo in a token nothing checks.
+        raise _unconfigured("no tokens are configured, so no bearer token is valid")
     return _lookup(table.tokens, token.strip())
 
 
@@ -117,6 +122,10 @@ def require(access: Access, *, project: str | None = None) -> Principal:
     principal = current_principal()
     if principal.role is None or _RANK[principal.role] < _RANK[access]:
         if principal is ANONYMOUS or principal.name == "anonymous":
+            table: _TokenTable = current_app.extensions[_KEY]
+            if not table.tokens:
+                raise _unconfigured(f"{_ACTIONS[access]} need a token and none is configured",
+                                    role=access)
             raise AuthenticationError(f"{access} access needs a bearer token")
         raise PermissionDeniedError(f"this token does not allow {access} access")
     if principal.is_scoped and access != "read" and project is None:
@@ -126,6 +135,15 @@ def require(access: Access, *, project: str | None = None) -> Principal:
     if project is not None and not principal.may_access(project):
         raise PermissionDeniedError(f"this token is not allowed in project {project!r}")
     return principal
+
+
+def _unconfigured(reason: str, *, role: Access = "write") -> AuthenticationError:
+    """A 401 that says the server has no tokens, and which setting gives it one."""
+    return AuthenticationError(
+        f"{reason}: set KG_TOKENS='{{\"<token>\": \"{role}\"}}' on the server and send "
+        "'Authorization: Bearer <token>'",
+        details={"setting": "KG_TOKENS"},
+    )
 
 
 def _lookup(tokens: dict[str, Principal], offered: str) -> Principal:

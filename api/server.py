@@ -27,7 +27,7 @@ from api.sparql import fast_path
 from kg.settings import Settings
 from kg.store import Store, open_store
 
-__all__ = ["MAX_HEAD_BYTES", "WORKER_STACK_BYTES", "HttpServer", "serve"]
+__all__ = ["MAX_HEAD_BYTES", "WORKER_STACK_BYTES", "HttpServer", "bind", "serve"]
 
 log = logging.getLogger("jido_kg.server")
 
@@ -137,8 +137,21 @@ def _refuse(sock: socket.socket, limit: int) -> None:
         sock.close()
 
 
-def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
-    """Open the store, build the app and serve until SIGINT/SIGTERM, then flush and close."""
+def serve(settings: Settings, *, listener: socket.socket | None = None,
+          ready: threading.Event | None = None) -> None:
+    """Bind (unless given a bound `listener`), open the store, serve until SIGINT/SIGTERM."""
+    # The socket first: a port in use must fail before the store directory, the recall index
+    # or anything else exists on disk (a supervisor owning the socket passes it in).
+    if listener is None:
+        listener = bind(settings.host, settings.port)
+    try:
+        _serve(settings, listener, ready=ready)
+    finally:
+        listener.close()
+
+
+def _serve(settings: Settings, listener: socket.socket, *,
+           ready: threading.Event | None) -> None:
     threading.stack_size(WORKER_STACK_BYTES)
     # Before the store's and the server's threads exist (docs/benchmarks/reliability.md).
     limit_process_memory(malloc_arenas=settings.malloc_arena_max,
@@ -147,7 +160,7 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
     store: Store = open_store(settings)
     try:
         app = create_app(settings, store=store)
-        server = HttpServer(settings, _bind(settings.host, settings.port), app=app)
+        server = HttpServer(settings, listener, app=app)
 
         def _stop(signum: int, frame: FrameType | None) -> None:
             server.stop()
@@ -175,8 +188,8 @@ def serve(settings: Settings, *, ready: threading.Event | None = None) -> None:
         store.close()
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    """Bind the listening socket first, so a port in use fails before serving (EADDRINUSE)."""
+def bind(host: str, port: int) -> socket.socket:
+    """Return a socket bound to host:port (not yet listening); OSError if it is taken."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

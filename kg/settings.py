@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["MEMORY_STORE", "Settings"]
 
 MEMORY_STORE = ":memory:"
+# A token's role as api/auth.py reads it: checked here so a bad one stops the start-up early.
+_ROLE = re.compile(r"(read|write|admin)(@[A-Za-z0-9_-]{1,128})?")
 
 
 class Settings(BaseSettings):
@@ -19,7 +22,7 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KG_", frozen=True, extra="forbid")
 
     store: str = Field(
-        default="data/store",
+        default="data/store", min_length=1,
         description="Directory of the embedded on-disk store, or ':memory:' for a throw-away one.",
     )
     host: str = Field(default="127.0.0.1", description="Address the service binds to.")
@@ -199,6 +202,15 @@ class Settings(BaseSettings):
     access_flush_interval: float = Field(
         default=5.0, gt=0, description="Seconds after which counted recalls are written anyway."
     )
+
+    @field_validator("tokens")
+    @classmethod
+    def _known_roles(cls, tokens: dict[str, str]) -> dict[str, str]:
+        for spec in tokens.values():
+            if not _ROLE.fullmatch(spec.strip()):
+                raise ValueError(f"role {spec!r} is not read, write or admin (optionally "
+                                 "followed by @project)")
+        return tokens
 
     @property
     def in_memory(self) -> bool:

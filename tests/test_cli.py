@@ -118,7 +118,8 @@ def test_load_into_a_store_held_by_a_server_fails_clearly(
 def test_port_in_use_is_explained(live_server: RunningServer, tmp_path: Path) -> None:
     r = run("serve", "--store", str(tmp_path / "other"), "--port", str(live_server.port),
             timeout=30)
-    assert r.returncode != 0 and "already in use" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "already in use" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "other").exists()  # the port is bound before the store is made
 
 
 def test_sigterm_stops_the_server_cleanly_and_releases_the_store(
