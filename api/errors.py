@@ -9,18 +9,7 @@ from typing import Any
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
 
-from kg.errors import (
-    AuthenticationError,
-    ConflictError,
-    KgError,
-    NotFoundError,
-    PayloadTooLargeError,
-    PermissionDeniedError,
-    QueryTimeoutError,
-    StoreError,
-    StoreUnavailableError,
-    ValidationError,
-)
+from kg.errors import HTTP_STATUS, AuthenticationError, KgError
 
 __all__ = [
     "MethodNotAllowedError",
@@ -53,21 +42,12 @@ class MethodNotAllowedError(KgError):
     code = "method_not_allowed"
 
 
-# Most specific first: the first class in an error's MRO found here decides its status.
+# kg's one table (kg.errors.HTTP_STATUS) plus the errors only HTTP has.
 _STATUS: dict[type[KgError], int] = {
     NotAcceptableError: 406,
     UnsupportedMediaTypeError: 415,
     MethodNotAllowedError: 405,
-    ValidationError: 400,
-    AuthenticationError: 401,
-    PermissionDeniedError: 403,
-    NotFoundError: 404,
-    ConflictError: 409,
-    PayloadTooLargeError: 413,
-    QueryTimeoutError: 504,
-    StoreUnavailableError: 503,
-    StoreError: 500,
-    KgError: 500,
+    **HTTP_STATUS,
 }
 
 

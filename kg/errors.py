@@ -1,10 +1,14 @@
-"""The one exception hierarchy of the kg library; `api` maps it to HTTP in one place."""
+"""The one exception hierarchy of the kg library and its one table of HTTP statuses.
+
+`api` answers each error with its status (api.errors); kg.client turns answers back into errors.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 __all__ = [
+    "HTTP_STATUS",
     "AuthenticationError",
     "ConflictError",
     "KgError",
@@ -18,6 +22,7 @@ __all__ = [
     "StoreLockedError",
     "StoreUnavailableError",
     "ValidationError",
+    "http_status",
 ]
 
 
@@ -102,3 +107,28 @@ class OntologyCheckError(KgError):
     """The ontology check found problems or could not run."""
 
     code = "ontology_check_failed"
+
+
+# Most specific first: the first class in an error's MRO found here decides its status. The
+# service answers with it (api.errors adds its own HTTP-only errors); kg.client reads it backwards.
+HTTP_STATUS: dict[type[KgError], int] = {
+    ValidationError: 400,
+    AuthenticationError: 401,
+    PermissionDeniedError: 403,
+    NotFoundError: 404,
+    ConflictError: 409,
+    PayloadTooLargeError: 413,
+    QueryTimeoutError: 504,
+    StoreUnavailableError: 503,
+    StoreError: 500,
+    KgError: 500,
+}
+
+
+def http_status(error: KgError | type[KgError]) -> int:
+    """The HTTP status of a kg error, given as a class or an instance."""
+    cls = error if isinstance(error, type) else type(error)
+    for base in cls.__mro__:
+        if base in HTTP_STATUS:
+            return HTTP_STATUS[base]
+    return 500
