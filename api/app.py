@@ -45,6 +45,10 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
     services.closers.append(memory_service.close)
     memory.install(app, memory_service)
     app.register_blueprint(openapi.blueprint)
+    # MCP over Streamable HTTP at /mcp/<project> (issue 18): the stdio server's tools, same auth.
+    from api import mcp
+
+    services.closers.append(mcp.install(app, memory_service, settings).close)
     # Admin routes (issue 9): POST /admin/backup while serving; needs auth installed above.
     from api import admin
 

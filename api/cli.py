@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pyoxigraph
 from pyoxigraph import DefaultGraph, NamedNode, Quad, RdfFormat
 from tqdm import tqdm
 
+from api.startup import StartupError, check_path, load_settings, unknown_variables
 from kg.errors import KgError, QuerySyntaxError, ValidationError
 from kg.resources import ontology_path
 from kg.settings import Settings
@@ -34,11 +36,29 @@ _EXTENSIONS = {
     "json": RdfFormat.JSON_LD, "n3": RdfFormat.N3,
 }
 _STORE_HELP = "Store directory, or ':memory:' [env KG_STORE; default data/store]."
+# Options whose name is not the setting's own (`--port` is `port`, `--query-url` is not).
+_OPTION_NAMES = {"remote_query_url": "--query-url", "remote_update_url": "--update-url",
+                 "remote_graph_store_url": "--graph-store-url", "remote_dialect": "--dialect"}
 
 
-def _settings(**overrides: Any) -> Settings:
+def _settings(*, must_exist: bool = False, index: bool = False, **overrides: Any) -> Settings:
+    """Settings from the options over KG_* variables, with a usable store path; else exit 2.
+
+    `must_exist` refuses a store directory that is not there (dump, backup); `index` also
+    checks where the recall index goes (commands that open the memory service).
+    """
     # Command-line options win over KG_* variables, which win over the defaults.
-    return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    settings = load_settings(overrides, option_names=_OPTION_NAMES)
+    path = settings.store_path
+    if settings.backend == "embedded" and path is not None:
+        check_path(path, what="store path", must_exist=must_exist)
+    if index:
+        from kg.recall.engine import index_location
+
+        location = index_location(settings)
+        if location is not None:
+            check_path(location, what="recall index path (KG_INDEX)", kind="file")
+    return settings
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,6 +69,9 @@ def cli() -> None:
     Every option can also be set by a KG_* environment variable (KG_STORE, KG_HOST, KG_PORT,
     KG_THREADS ...); options on the command line win.
     """
+    # A misspelt variable would otherwise be ignored without a word.
+    for warning in unknown_variables(os.environ):
+        click.echo(f"jido-kg: warning: {warning}", err=True)
 
 
 @cli.command()
@@ -59,18 +82,21 @@ def cli() -> None:
               help="Requests in the app at once, and query workers [env KG_THREADS; default 8].")
 def serve(host: str | None, port: int | None, store: str | None, threads: int | None) -> None:
     """Run the HTTP service (SPARQL endpoint, memory API, ontology) until interrupted."""
+    from api.server import bind
     from api.server import serve as run
 
-    settings = _settings(host=host, port=port, store=store, threads=threads)
+    settings = _settings(host=host, port=port, store=store, threads=threads, index=True)
+    # Bound before anything is created: a port in use leaves no store directory behind.
+    address = f"[{settings.host}]:{settings.port}" if ":" in settings.host else \
+        f"{settings.host}:{settings.port}"
     try:
-        run(settings)
+        listener = bind(settings.host, settings.port)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            raise click.ClickException(
-                f"port {settings.port} on {settings.host} is already in use; "
-                "choose another with --port or KG_PORT"
-            ) from None
-        raise
+            raise StartupError(f"{address} is already in use; choose another port with "
+                               "--port or KG_PORT") from None
+        raise StartupError(f"cannot listen on {address}: {exc.strerror or exc}") from None
+    run(settings, listener=listener)
 
 
 def _read_quads(path: Path, fmt: RdfFormat, graph: NamedNode | None) -> Iterator[Quad]:
@@ -108,6 +134,7 @@ def _format_of(path: Path, name: str | None) -> RdfFormat:
               help="RDF format of every file (default: from each file's extension).")
 def load(files: tuple[Path, ...], store: str | None, graph: str | None, fmt: str | None) -> None:
     """Load RDF files atomically: every file parses, or nothing is loaded."""
+    settings = _settings(store=store)
     target = NamedNode(graph) if graph else None
     quads: list[Quad] = []
     for path in tqdm(files, desc="parsing", unit="file", disable=None, file=sys.stderr):
@@ -118,7 +145,7 @@ def load(files: tuple[Path, ...], store: str | None, graph: str | None, fmt: str
                 f"{path}: line {exc.lineno}: {exc.msg}; nothing was loaded",
                 details={"file": str(path), "line": exc.lineno},
             ) from None
-    kg_store = open_store(_settings(store=store))
+    kg_store = open_store(settings)
     try:
         kg_store.add(quads)
     finally:
@@ -137,7 +164,7 @@ def dump(store: str | None, graph: str | None, fmt: str | None, output: IO[bytes
     rdf_format = _FORMATS[fmt or ("ttl" if graph else "nq")]
     if graph is None and not rdf_format.supports_datasets:
         raise ValidationError(f"{fmt} holds one graph: add --graph or use nq/trig")
-    kg_store = open_store(_settings(store=store))
+    kg_store = open_store(_settings(store=store, must_exist=True))
     try:
         kg_store.dump(output, format=rdf_format, from_graph=NamedNode(graph) if graph else None)
     finally:
@@ -149,9 +176,11 @@ def dump(store: str | None, graph: str | None, fmt: str | None, output: IO[bytes
 @click.option("--store", "store", help=_STORE_HELP)
 def backup(target: Path, store: str | None) -> None:
     """Write a consistent copy of the store into a new directory TARGET."""
+    settings = _settings(store=store, must_exist=True)
     if target.exists():
         raise ValidationError(f"{target} already exists; backups go to a new directory")
-    kg_store = open_store(_settings(store=store))
+    check_path(target, what="backup target")
+    kg_store = open_store(settings)
     try:
         kg_store.backup(target)
     finally:
@@ -175,6 +204,7 @@ def restore(backup_dir: Path, store: Path, force: bool) -> None:
 
     from kg.store import EmbeddedStore
 
+    check_path(store, what="store path")
     occupied = store.exists() and any(store.iterdir())
     if occupied and not force:
         raise ValidationError(f"{store} already holds a store; pass --force to replace it")
@@ -199,16 +229,44 @@ def restore(backup_dir: Path, store: Path, force: bool) -> None:
 
 
 @cli.command()
-@click.option("--store", "store", help=_STORE_HELP)
+@click.option("--store", "store", help=_STORE_HELP + " Not with --url.")
+@click.option("--url", default=None,
+              help="Base URL of a running `jido-kg serve` (http://HOST:PORT): forward to its "
+                   "/mcp/PROJECT instead of opening a store.")
+@click.option("--token-file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="File holding the bearer token sent with --url [default: env KG_TOKEN].")
 @click.option("--project", default="default", show_default=True,
               help="Project the tools read and write.")
 @click.option("--agent", default=None, help="Agent id recorded on memories written.")
-def mcp(store: str | None, project: str, agent: str | None) -> None:
-    """Serve the memory tools over MCP on stdin/stdout (for Claude Desktop, IDEs, agents)."""
+def mcp(store: str | None, url: str | None, token_file: Path | None, project: str,
+        agent: str | None) -> None:
+    """Serve the memory tools over MCP on stdin/stdout (for Claude Desktop, IDEs, agents).
+
+    With --store it opens the store itself (no `jido-kg serve` may hold it); with --url it is a
+    bridge to the MCP endpoint of a running service, which keeps the store.
+    """
+    from kg.errors import StoreLockedError
     from kg.mcp_server import run_stdio
     from kg.memory_service import MemoryService
 
-    service = MemoryService.open(_settings(store=store))
+    if url is not None:
+        from kg.mcp_bridge import endpoint_url, run_bridge
+
+        if store is not None:
+            raise click.UsageError("--url and --store exclude each other: --url uses the store "
+                                   "of the service at URL, --store opens one itself")
+        token = (token_file.read_text(encoding="utf-8").strip().partition("\n")[0].strip()
+                 if token_file is not None else os.environ.get("KG_TOKEN"))
+        run_bridge(endpoint_url(url, project=project, agent=agent), token=token or None)
+        return
+    if token_file is not None:
+        raise click.UsageError("--token-file goes with --url")
+    try:
+        service = MemoryService.open(_settings(store=store, index=True))
+    except StoreLockedError as exc:
+        raise StoreLockedError(f"{exc.message}; to share the store of a running `jido-kg "
+                               "serve`, pass --url http://HOST:PORT instead of --store",
+                               details=exc.details) from None
     try:
         run_stdio(service, project=project, agent=agent)
     finally:
@@ -245,13 +303,15 @@ def _with_remote_options(command: Any) -> Any:
 
 
 def _migration_stores(store: str | None, query_url: str | None, update_url: str | None,
-                      graph_store_url: str | None, dialect: str | None) -> tuple[Any, Any]:
+                      graph_store_url: str | None, dialect: str | None, *,
+                      must_exist: bool) -> tuple[Any, Any]:
     from kg.store.remote import RemoteStore
 
     settings = _settings(store=store, remote_query_url=query_url, remote_update_url=update_url,
-                         remote_graph_store_url=graph_store_url, remote_dialect=dialect)
+                         remote_graph_store_url=graph_store_url, remote_dialect=dialect,
+                         backend="embedded", must_exist=must_exist)
     remote = RemoteStore.from_settings(settings)
-    local = open_store(_settings(store=store, backend="embedded"))
+    local = open_store(settings)
     return local, remote
 
 
@@ -269,7 +329,8 @@ def migrate_to_remote(store: str | None, query_url: str | None, update_url: str 
     """Copy every graph of the embedded store to the remote server, in batches."""
     from kg.store.migration import copy_store
 
-    local, remote = _migration_stores(store, query_url, update_url, graph_store_url, dialect)
+    local, remote = _migration_stores(store, query_url, update_url, graph_store_url, dialect,
+                                      must_exist=True)
     try:
         report = copy_store(local, remote, batch_size=batch_size)
     finally:
@@ -288,7 +349,8 @@ def migrate_from_remote(store: str | None, query_url: str | None, update_url: st
     """Copy every graph of the remote server into the embedded store, in batches."""
     from kg.store.migration import copy_store
 
-    local, remote = _migration_stores(store, query_url, update_url, graph_store_url, dialect)
+    local, remote = _migration_stores(store, query_url, update_url, graph_store_url, dialect,
+                                      must_exist=False)
     try:
         report = copy_store(remote, local, batch_size=batch_size)
     finally:
@@ -299,17 +361,28 @@ def migrate_from_remote(store: str | None, query_url: str | None, update_url: st
 
 
 def main() -> None:
-    """Entry point: run the CLI, turning kg errors into one clear line and exit status 2."""
+    """Entry point: run the CLI, turning errors of use into one line and exit status 2."""
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         raise SystemExit(130) from None
+    except click.UsageError as exc:
+        where = exc.ctx.command_path if exc.ctx is not None else "jido-kg"
+        _fail(f"{exc.format_message()} (see '{where} --help')", exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
-        raise SystemExit(exc.exit_code) from None
+        _fail(exc.format_message(), exc.exit_code)
     except KgError as exc:
-        click.echo(f"error: {exc.message}", err=True)
-        raise SystemExit(2) from None
+        _fail(exc.message, 2)
+    except OSError as exc:
+        if exc.filename is None:  # not about a file: a fault of ours, keep the traceback
+            raise
+        _fail(f"{exc.filename}: {exc.strerror or exc}", 2)
+
+
+def _fail(message: str, status: int) -> None:
+    """Print `jido-kg: error: message` as one line on stderr and exit with `status`."""
+    click.echo(f"jido-kg: error: {' '.join(message.splitlines())}", err=True)
+    raise SystemExit(status)
 from api.cli_bench import bench  # noqa: E402, I001
 cli.add_command(bench)

@@ -2,25 +2,35 @@
 
 Built on the `mcp` SDK's low-level Server so the tools publish exactly the JSON schemas of
 kg.longterm.tools (the ones offered to LLM APIs directly), plus `assemble_context`. Every call
-goes through the same MemoryService the HTTP API uses. Run it over stdio with
-`jido-kg mcp --store DIR --project NAME`; the client (Claude Desktop, an IDE…) starts the process.
+goes through the same MemoryService the HTTP API uses. One server definition serves two
+transports: stdio (`jido-kg mcp --store DIR --project NAME`, the client starts the process) and
+Streamable HTTP inside `jido-kg serve` (api/mcp.py, `/mcp/<project>`), which differ only in the
+`ToolScope` each call runs in.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
 import mcp_types as types
 from mcp.server import Server
+from mcp.server.context import ServerRequestContext
 from mcp.server.stdio import stdio_server
 
+from kg.context.context_builder import format_for_prompt
+from kg.context.token_budget import allocate_budget
 from kg.errors import KgError
 from kg.memory_service import MemoryService
 
-__all__ = ["ASSEMBLE_TOOL", "build_server", "run_stdio"]
+__all__ = [
+    "ASSEMBLE_TOOL", "READ_TOOLS", "ScopeOf", "ToolScope", "build_server", "call_tool", "run_stdio",
+]
 
 ASSEMBLE_TOOL: dict[str, Any] = {
     "name": "assemble_context",
@@ -41,6 +51,23 @@ ASSEMBLE_TOOL: dict[str, Any] = {
         "additionalProperties": False,
     },
 }
+# The tools that only read; every other tool name is treated as a write (an unknown name too,
+# so a tool added later is guarded until someone decides otherwise).
+READ_TOOLS: frozenset[str] = frozenset({"recall", ASSEMBLE_TOOL["name"]})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolScope:
+    """Where a tool call runs: its project, memory session (None: none), agent and rights."""
+
+    project: str
+    session_id: str | None = None
+    agent: str | None = None
+    may_write: bool = True
+
+
+# How a server finds the scope of one call (HTTP: from the request; stdio: always the same).
+ScopeOf = Callable[[ServerRequestContext[Any, Any]], ToolScope]
 
 
 def _text(payload: Any, *, error: bool = False) -> types.CallToolResult:
@@ -51,9 +78,30 @@ def _text(payload: Any, *, error: bool = False) -> types.CallToolResult:
     )
 
 
-def build_server(service: MemoryService, *, project: str, agent: str | None = None) -> Server[Any]:
-    """An MCP server over `service`, writing into `project` from one session of its own."""
-    session = service.start_session(f"mcp-{uuid.uuid4().hex[:12]}", project=project, agent=agent)
+def _failure(code: str, message: str) -> types.CallToolResult:
+    return _text({"ok": False, "error": {"code": code, "message": message}}, error=True)
+
+
+def call_tool(
+    service: MemoryService, name: str, args: dict[str, Any], *, scope: ToolScope
+) -> types.CallToolResult:
+    """Run one MCP tool call in `scope` (blocking); failures are tool results, never raised."""
+    if name not in READ_TOOLS and not scope.may_write:
+        # The HTTP endpoint refuses such a call with 401/403 before it gets here; this is the
+        # second line, should a request ever reach the tools without that check.
+        return _failure("permission_denied", f"{name} needs write access to this project")
+    if name == ASSEMBLE_TOOL["name"]:
+        return _assemble(service, scope, args)
+    result = service.execute_tool(
+        name, args, project=scope.project, session_id=scope.session_id, agent=scope.agent
+    )
+    return _text(result, error=not result.get("ok", False))
+
+
+def build_server(
+    service: MemoryService, *, scope: ToolScope | ScopeOf, instructions: str
+) -> Server[Any]:
+    """An MCP server over `service` whose calls run in `scope` (fixed, or found per request)."""
     definitions = [*service.tool_definitions(), ASSEMBLE_TOOL]
     tools = [
         types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
@@ -65,52 +113,64 @@ def build_server(service: MemoryService, *, project: str, agent: str | None = No
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        args = params.arguments or {}
-        if params.name == ASSEMBLE_TOOL["name"]:
-            return _assemble(service, session.id, args)
-        result = service.execute_tool(
-            params.name, args, project=project, session_id=session.id, agent=agent
-        )
-        return _text(result, error=not result.get("ok", False))
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        where = scope if isinstance(scope, ToolScope) else scope(ctx)
+        run = partial(call_tool, service, params.name, params.arguments or {}, scope=where)
+        # A worker thread: store and recall work block, and over HTTP one event loop carries
+        # every request, so a slow recall must not hold up the others.
+        return await anyio.to_thread.run_sync(run)
 
     return Server(
         "jido-kg",
         version="0.1.0",
-        instructions=(
-            f"Long-term memory of project {project!r}: call recall before answering questions "
-            "about the project, remember durable facts and decisions, forget what became wrong."
-        ),
+        instructions=instructions,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
+        on_call_tool=on_call_tool,
     )
 
 
 def _assemble(
-    service: MemoryService, session_id: str, args: dict[str, Any]
+    service: MemoryService, scope: ToolScope, args: dict[str, Any]
 ) -> types.CallToolResult:
     unknown = set(args) - {"query_hint", "token_budget"}
     hint = args.get("query_hint")
     budget = args.get("token_budget", 32_000)
     if unknown or (hint is not None and not isinstance(hint, str)) or type(budget) is not int:
-        return _text({"ok": False, "error": {"code": "invalid_argument",
-                                             "message": "expected query_hint (string) and "
-                                                        "token_budget (integer) only"}},
-                     error=True)
+        return _failure("invalid_argument",
+                        "expected query_hint (string) and token_budget (integer) only")
     try:
-        turn = service.assemble_context(session_id, query_hint=hint, token_budget=budget)
+        if scope.session_id is not None:
+            turn = service.assemble_context(scope.session_id, query_hint=hint,
+                                            token_budget=budget)
+            prompt, context = turn.system_prompt, turn.context
+        else:
+            # Stateless HTTP has no MCP session, hence no working context or conversation:
+            # the context is the project's relevant long-term memories, cut to the budget.
+            builder = service.builder
+            context = builder.assemble(
+                "", scope.project, [], [], builder.get_relevant_memories(scope.project, hint),
+                allocate_budget(budget),
+            )
+            prompt = format_for_prompt(context)
     except KgError as e:
-        return _text({"ok": False, "error": {"code": e.code, "message": e.message}}, error=True)
-    counts = turn.context.token_counts if turn.context is not None else None
-    return _text({"ok": True, "result": {
-        "prompt": turn.system_prompt,
-        "tokens": counts.total if counts is not None else 0,
-    }})
+        return _failure(e.code, e.message)
+    tokens = context.token_counts.total if context is not None else 0
+    return _text({"ok": True, "result": {"prompt": prompt, "tokens": tokens}})
 
 
 def run_stdio(service: MemoryService, *, project: str, agent: str | None = None) -> None:
-    """Serve MCP over stdin/stdout until the client disconnects."""
-    server = build_server(service, project=project, agent=agent)
+    """Serve MCP over stdin/stdout until the client disconnects (one memory session)."""
+    session = service.start_session(f"mcp-{uuid.uuid4().hex[:12]}", project=project, agent=agent)
+    server = build_server(
+        service,
+        scope=ToolScope(project=project, session_id=session.id, agent=agent),
+        instructions=(
+            f"Long-term memory of project {project!r}: call recall before answering questions "
+            "about the project, remember durable facts and decisions, forget what became wrong."
+        ),
+    )
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):
