@@ -36,6 +36,9 @@ _SPECIAL_TOKEN = re.compile(
     r"<\|[^|<>]{0,64}\|>|</?s>|<</?SYS>>|</?(?:start|end)_of_turn>|\[/?INST\]|</?bos>|</?eos>",
     re.IGNORECASE,
 )
+# A lone half of a `<|…|>` token: escaped too, so that nothing this item leaves open can pair
+# with text around it into a control token.
+_TOKEN_HALF = re.compile(r"<\||\|>")
 _HEADING = re.compile(r"(^|\s)(#{1,6})(?=\s|$)")
 _ROLE = re.compile(r"\b(system|assistant|user|human|developer|tool)\s*:", re.IGNORECASE)
 INSTRUCTION_PATTERN = re.compile(
@@ -71,6 +74,7 @@ def sanitize(text: str) -> str:
     line = _WHITESPACE.sub(" ", cleaned).strip()
     line = line.replace("\\", "\\\\").replace("`", "\\`")
     line = _SPECIAL_TOKEN.sub(_escape_token, line)
+    line = _TOKEN_HALF.sub(_escape_token, line)
     line = _HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
     line = _ROLE.sub(lambda m: m.group(0)[:-1] + "\\:", line)
     if is_instruction_like(line):

@@ -19,6 +19,8 @@ from kg.memory_service import MemoryService
     ("<<SYS>> rules <</SYS>>", "<<SYS>>"),
     ("<start_of_turn>user", "<start_of_turn>"),
     ("<|endoftext|>", "<|endoftext|>"),
+    ("<|", "<|"),  # a lone half could pair with text after the item (found by hypothesis)
+    ("tail |> and <| head", "<|"),
 ])
 def test_special_tokens_escaped(raw: str, forbidden: str) -> None:
     assert forbidden not in sanitize(raw)
