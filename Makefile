@@ -18,7 +18,8 @@ setup: system-deps $(STAMP) node-deps
 # The virtual environment is rebuilt whenever pyproject.toml or the lock changes. Every package,
 # pip and the build backend included, comes at the version constraints.txt names, so a new
 # release elsewhere cannot change what `make test` runs; `make lock` moves the versions on.
-EXTRAS := dev
+# The framework extras too: their adapters' conformance tests run in `make test`.
+EXTRAS := dev,langgraph,agents
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install -q --upgrade pip

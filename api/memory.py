@@ -8,8 +8,9 @@ everything else write access (api.auth, the same rules as the SPARQL endpoint).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from flask import Blueprint, Flask, Response, current_app, request
 from pydantic import BaseModel
@@ -21,7 +22,13 @@ from api.errors import UnsupportedMediaTypeError
 from api.openapi import RouteSpec, document_routes, flask_rule
 from kg.errors import ValidationError
 from kg.memory_service import API_SESSION, MemoryService
-from kg.terms import ContextKey, UnknownContextKeyError, parse_term, validate_identifier
+from kg.terms import (
+    ContextKey,
+    MemoryType,
+    UnknownContextKeyError,
+    parse_term,
+    validate_identifier,
+)
 
 __all__ = ["ROUTES", "InvalidRequestError", "blueprint", "install", "memory_service"]
 
@@ -106,6 +113,27 @@ def _project(project: str, *, write: bool) -> None:
 
 def _key(raw: str) -> ContextKey:
     return parse_term(ContextKey, raw, error=UnknownContextKeyError)
+
+
+def _int_arg(name: str, default: int) -> int:
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidRequestError(f"{name} must be an integer, got {raw[:50]!r}",
+                                  details={"field": name}) from None
+
+
+def _json_arg(name: str) -> Any:
+    raw = request.args.get(name)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise InvalidRequestError(f"{name} must be JSON text", details={"field": name}) from None
 
 
 # -- sessions ---------------------------------------------------------------------------------
@@ -254,8 +282,28 @@ def add_message(session_id: str) -> Response:
     """Append a message (also captured as an episode)."""
     _project_of(session_id, write=True)
     body = _body(m.MessageIn)
-    message = memory_service().add_message(session_id, body.role, body.content)
+    message = memory_service().add_message(session_id, body.role, body.content, item=body.item)
     return _json(m.message_out(message), 201)
+
+
+@_route(RouteSpec("POST", _SESSION + "/messages/pop", "popMessage",
+                  "Remove the newest message", "conversation", m.MessagePopped, write=True,
+                  errors=(400, 401, 403, 404, 409)))
+def pop_message(session_id: str) -> Response:
+    """Remove and return the newest message (null when the conversation is empty)."""
+    _project_of(session_id, write=True)
+    message = memory_service().pop_message(session_id)
+    return _json(m.MessagePopped(message=None if message is None else m.message_out(message)))
+
+
+@_route(RouteSpec("DELETE", _SESSION + "/messages", "clearMessages",
+                  "Empty the conversation buffer", "conversation", None, status=204,
+                  write=True, errors=(400, 401, 403, 404, 409)))
+def clear_messages(session_id: str) -> Response:
+    """Remove every message of the conversation (captured episodes stay)."""
+    _project_of(session_id, write=True)
+    memory_service().clear_messages(session_id)
+    return Response(status=204)
 
 
 @_route(RouteSpec("POST", _SESSION + "/responses", "processResponse",
@@ -326,15 +374,63 @@ def assemble_context(session_id: str) -> Response:
 @_route(RouteSpec("POST", _PROJECT + "/memories", "remember", "Remember (write a memory)",
                   "long-term memory", m.MemoryOut, m.RememberRequest, status=201, write=True))
 def remember(project: str) -> Response:
-    """Write a long-term memory into the project."""
+    """Write a long-term memory into the project (or put a key-value item)."""
     _project(project, write=True)
     body = _body(m.RememberRequest)
-    memory = memory_service().remember(
-        project, body.content, memory_type=body.type, confidence=body.confidence,
-        source_type=body.source_type, session_id=body.session_id, agent=body.agent,
-        rationale=body.rationale,
-    )
+    options: dict[str, Any] = {
+        "memory_type": body.type, "confidence": body.confidence,
+        "source_type": body.source_type, "session_id": body.session_id, "agent": body.agent,
+        "rationale": body.rationale,
+    }
+    if body.namespace is not None and body.key is not None and body.value is not None:
+        entry = memory_service().put_item(project, body.namespace, body.key, body.value,
+                                          content=body.content, **options)
+        return _json(m.memory_out(entry.memory, entry.item), 201)
+    assert body.content is not None  # RememberRequest requires content without a value
+    memory = memory_service().remember(project, body.content, **options)
     return _json(m.memory_out(memory), 201)
+
+
+@_route(RouteSpec("GET", _PROJECT + "/memories", "listMemories",
+                  "The project's current memories, newest first", "long-term memory",
+                  m.MemoryList, errors=(400, 401, 403, 500), query={
+                      "type": {"type": "string", "description": "Only memories of this type."},
+                      "namespace_prefix": {"type": "string", "description":
+                                           "Only key-value items in or below this namespace "
+                                           "path ('' for every item)."},
+                      "namespace": {"type": "string", "description":
+                                    "With key: only the item at this address."},
+                      "key": {"type": "string"},
+                      "filter": {"type": "string", "description":
+                                 "Items only: a JSON object of value conditions (LangGraph's "
+                                 "store filter)."},
+                      "limit": {"type": "integer", "minimum": 1, "maximum": 1000},
+                      "offset": {"type": "integer", "minimum": 0},
+                  }))
+def list_memories(project: str) -> Response:
+    """List the project's current memories, newest first (a page)."""
+    _project(project, write=False)
+    raw_type = request.args.get("type")
+    page = memory_service().list_memories(
+        project, memory_type=None if raw_type is None else parse_term(MemoryType, raw_type),
+        namespace_prefix=request.args.get("namespace_prefix"),
+        namespace=request.args.get("namespace"), key=request.args.get("key"),
+        value_filter=_json_arg("filter"), limit=_int_arg("limit", 20),
+        offset=_int_arg("offset", 0),
+    )
+    return _json(m.memory_list_out(page))
+
+
+@_route(RouteSpec("GET", _PROJECT + "/namespaces", "listNamespaces",
+                  "The namespace paths of the project's key-value items", "long-term memory",
+                  m.NamespaceList, errors=(400, 401, 403, 500), query={
+                      "prefix": {"type": "string", "description":
+                                 "Only namespaces in or below this path."}}))
+def list_namespaces(project: str) -> Response:
+    """List the distinct namespace paths of the project's current items, sorted."""
+    _project(project, write=False)
+    found = memory_service().item_namespaces(project, prefix=request.args.get("prefix", ""))
+    return _json(m.NamespaceList(namespaces=found))
 
 
 @_route(RouteSpec("GET", _PROJECT + "/memories/{memory_id}", "getMemory", "One memory",
@@ -342,7 +438,9 @@ def remember(project: str) -> Response:
 def get_memory(project: str, memory_id: str) -> Response:
     """Read one memory of the project."""
     _project(project, write=False)
-    return _json(m.memory_out(memory_service().get_memory(project, memory_id)))
+    service = memory_service()
+    memory = service.get_memory(project, memory_id)
+    return _json(m.memory_out(memory, service.item_of(project, memory_id)))
 
 
 @_route(RouteSpec("POST", _PROJECT + "/memories/{memory_id}/forget", "forget",
@@ -352,10 +450,11 @@ def forget(project: str, memory_id: str) -> Response:
     """Retire a memory; it stays in history with its reason."""
     _project(project, write=True)
     body = _body(m.ForgetRequest)
-    memory = memory_service().forget(
+    service = memory_service()
+    memory = service.forget(
         project, memory_id, reason=body.reason, replacement_id=body.replacement_id
     )
-    return _json(m.memory_out(memory))
+    return _json(m.memory_out(memory, service.item_of(project, memory_id)))
 
 
 @_route(RouteSpec("POST", _PROJECT + "/recall", "recall", "Recall memories", "long-term memory",
@@ -364,6 +463,12 @@ def recall(project: str) -> Response:
     """Find the project's memories relevant to a query."""
     _project(project, write=False)
     body = _body(m.RecallRequest)
+    if body.namespace_prefix is not None:
+        found = memory_service().recall_items(
+            project, body.query, namespace_prefix=body.namespace_prefix,
+            value_filter=body.filter, limit=body.limit, offset=body.offset, mode=body.mode,
+        )
+        return _json(m.RecallResponse(hits=[m.recall_hit_out(h, h.item) for h in found]))
     hits = memory_service().recall(
         project, body.query, types=body.types, min_confidence=body.min_confidence,
         limit=body.limit, mode=body.mode, as_of=body.as_of,

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,15 +31,30 @@ from kg.context import (
 )
 from kg.context.token_budget import DEFAULT_TOTAL
 from kg.errors import KgError
+from kg.graphs import long_term
 from kg.longterm import LongTermMemory
 from kg.longterm.errors import RecallUnavailableError
+from kg.longterm.items import (
+    Item,
+    ItemHit,
+    MemoryEntry,
+    MemoryPage,
+    item_content,
+    item_of,
+    list_memories,
+    make_item,
+    namespaces,
+    recalled_items,
+)
 from kg.longterm.promotion import PromotionEngine, PromotionResult, PromotionTrigger
 from kg.longterm.tools import TOOL_DEFINITIONS, MemoryToolExecutor, ToolContext
 from kg.memory import Memory
 from kg.recall.catch_up import IndexCatchUp
 from kg.recall.embedding import embedder_of
+from kg.recall.engine import MAX_LIMIT as RECALL_MAX_LIMIT
 from kg.recall.engine import RecallEngine, index_location
 from kg.recall.keyword_index import KeywordIndex
+from kg.recall.query_text import InvalidQueryError
 from kg.settings import Settings
 from kg.shortterm import (
     ContextItem,
@@ -59,6 +74,7 @@ from kg.terms import (
     MemoryType,
     SessionStatus,
     SourceType,
+    parse_term,
     validate_identifier,
     validate_score,
 )
@@ -298,11 +314,25 @@ class MemoryService:
         with self.sessions.use(session_id, allow_paused=True) as session:
             return session.conversation.window(), session.conversation.token_count()
 
-    def add_message(self, session_id: str, role: Role | str, content: str) -> Message:
-        """Capture a message (conversation buffer and episodic working memory)."""
-        self.hooks.capture_message(session_id, role, content)
+    def add_message(self, session_id: str, role: Role | str, content: str, *,
+                    item: Mapping[str, Any] | None = None) -> Message:
+        """Capture a message (conversation buffer and episodic working memory), with its item."""
         with self.sessions.use(session_id, allow_paused=True) as session:
+            # The session's lock is held across both, so the item lands on this message.
+            self.hooks.capture_message(session_id, role, content)
+            if item is not None:
+                return session.conversation.attach_item(item)
             return session.conversation.window(1)[0]
+
+    def pop_message(self, session_id: str) -> Message | None:
+        """Remove and return the newest message of the conversation (None if it is empty)."""
+        with self.sessions.use(session_id) as session:
+            return session.conversation.pop()
+
+    def clear_messages(self, session_id: str) -> None:
+        """Empty the conversation buffer (episodes already captured stay for promotion)."""
+        with self.sessions.use(session_id) as session:
+            session.conversation.clear()
 
     def process_response(self, session_id: str, content: str) -> dict[str, str]:
         """Capture an assistant reply and return the working context inferred from it."""
@@ -386,6 +416,62 @@ class MemoryService:
             confidence=confidence, source_type=source_type, agent=agent, rationale=rationale,
         )
         return outcome.memory
+
+    def put_item(
+        self, project: str, namespace: str, key: str, value: Mapping[str, Any], *,
+        content: str | None = None, memory_type: MemoryType | str = MemoryType.FACT,
+        confidence: float = 0.8, source_type: SourceType | str = SourceType.AGENT,
+        session_id: str | None = None, agent: str | None = None, rationale: str | None = None,
+    ) -> MemoryEntry:
+        """File a memory at (namespace, key), superseding the one there; content from value."""
+        item = make_item(namespace, key, dict(value) if isinstance(value, Mapping) else value)
+        outcome = self.long_term.remember(
+            item_content(item.value) if content is None else content, project=project,
+            session=session_id or API_SESSION, type=memory_type, confidence=confidence,
+            source_type=source_type, agent=agent, rationale=rationale, item=item,
+        )
+        return MemoryEntry(outcome.memory, item)
+
+    def list_memories(
+        self, project: str, *, memory_type: MemoryType | str | None = None,
+        namespace_prefix: str | None = None, namespace: str | None = None,
+        key: str | None = None, value_filter: Mapping[str, Any] | None = None,
+        limit: int = 20, offset: int = 0,
+    ) -> MemoryPage:
+        """The project's current memories, newest first (items: by namespace, key, value)."""
+        kind = None if memory_type is None else parse_term(MemoryType, memory_type)
+        return list_memories(
+            self.long_term, project, at=datetime.now(UTC), memory_type=kind,
+            namespace_prefix=namespace_prefix, namespace=namespace, key=key,
+            value_filter=value_filter, limit=limit, offset=offset,
+        )
+
+    def item_namespaces(self, project: str, *, prefix: str = "") -> list[str]:
+        """The namespace paths of the project's current items in or below `prefix`, sorted."""
+        return namespaces(self.store, project, prefix=prefix)
+
+    def item_of(self, project: str, memory_id: str) -> Item | None:
+        """The item a memory of the project is filed as (None for a plain memory)."""
+        validate_identifier(project, name="project id")
+        return item_of(self.store, long_term(project), memory_id)
+
+    def recall_items(
+        self, project: str, query: str, *, namespace_prefix: str = "",
+        value_filter: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
+        mode: str = "hybrid",
+    ) -> list[ItemHit]:
+        """Items in or below `namespace_prefix` best matching `query`, among recall's best."""
+        try:
+            # Recall ranks the whole project; the items are picked from its best hits.
+            hits = self.recall(project, query[:MAX_HINT_CHARS], limit=RECALL_MAX_LIMIT,
+                               mode=mode)
+        except InvalidQueryError:  # no searchable word: the newest items, unranked (score 0)
+            page = self.list_memories(project, namespace_prefix=namespace_prefix,
+                                      value_filter=value_filter, limit=limit, offset=offset)
+            return [ItemHit(e.memory, e.item, 0.0) for e in page.entries if e.item is not None]
+        return recalled_items(self.store, project, ((h.memory, h.score) for h in hits),
+                              prefix=namespace_prefix, value_filter=value_filter, limit=limit,
+                              offset=offset)
 
     def get_memory(self, project: str, memory_id: str) -> Memory:
         """One current memory of the project."""

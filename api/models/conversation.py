@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import StringConstraints
+from pydantic import Field, StringConstraints
 
 from api.models.base import InputModel, OutputModel, utc_datetime
 from kg.shortterm import Message
 
-__all__ = ["MessageIn", "MessageList", "MessageOut", "ResponseIn", "ResponseOut", "message_out"]
+__all__ = [
+    "MessageIn",
+    "MessageList",
+    "MessageOut",
+    "MessagePopped",
+    "ResponseIn",
+    "ResponseOut",
+    "message_out",
+]
+
+_ITEM = ("The exact JSON item the message was given as (an OpenAI Agents SDK session item); "
+         "content is its text.")
 
 
 class MessageIn(InputModel):
@@ -18,6 +29,7 @@ class MessageIn(InputModel):
 
     role: Literal["user", "assistant", "system", "tool"]
     content: Annotated[str, StringConstraints(max_length=100_000)]
+    item: dict[str, Any] | None = Field(default=None, description=_ITEM)
 
 
 class MessageOut(OutputModel):
@@ -27,6 +39,13 @@ class MessageOut(OutputModel):
     content: str
     timestamp: datetime
     tokens: int
+    item: dict[str, Any] | None = Field(default=None, description=_ITEM)
+
+
+class MessagePopped(OutputModel):
+    """The message removed from the end of the conversation (null if it was empty)."""
+
+    message: MessageOut | None
 
 
 class MessageList(OutputModel):
@@ -55,4 +74,5 @@ def message_out(message: Message) -> MessageOut:
         content=message.content,
         timestamp=utc_datetime(message.timestamp),
         tokens=message.tokens,
+        item=message.item,
     )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_validator
 
 from api.models.base import (
     Identifier,
@@ -15,32 +15,59 @@ from api.models.base import (
     Text,
     memory_type_field,
 )
+from kg.longterm.items import MAX_KEY_CHARS, MAX_NAMESPACE_CHARS, Item, MemoryPage
 from kg.memory import Memory
 from kg.memory_service import Hit
 from kg.terms import MemoryType, SourceType
 
 __all__ = [
     "ForgetRequest",
+    "MemoryList",
     "MemoryOut",
+    "NamespaceList",
     "RecallHitOut",
     "RecallRequest",
     "RecallResponse",
     "RememberRequest",
+    "memory_list_out",
     "memory_out",
     "recall_hit_out",
 ]
 
+Namespace = Annotated[str, StringConstraints(max_length=MAX_NAMESPACE_CHARS)]
+Key = Annotated[str, StringConstraints(max_length=MAX_KEY_CHARS)]
+
 
 class RememberRequest(InputModel):
-    """Write a long-term memory (the `remember` tool)."""
+    """Write a long-term memory (the `remember` tool), or put a key-value item."""
 
-    content: Text
+    content: Text | None = Field(
+        default=None, description="What is remembered; required unless `value` is given "
+        "(then it defaults to value.content text, else the value's canonical JSON).")
     type: MemoryType = memory_type_field(MemoryType.FACT, "The kind of memory.")
     confidence: Score = 0.8
     source_type: SourceType = SourceType.AGENT
     session_id: Identifier | None = None
     agent: Identifier | None = None
     rationale: Annotated[str, StringConstraints(max_length=10_000)] | None = None
+    namespace: Namespace | None = Field(
+        default=None, description="With `key`: file the memory as a key-value item at this "
+        "namespace path (labels joined by '.'); it supersedes the item there.")
+    key: Key | None = Field(default=None, description="The item's key in its namespace.")
+    value: dict[str, Any] | None = Field(
+        default=None, description="The item's exact JSON object (kept as given).")
+
+    @model_validator(mode="after")
+    def _item_or_content(self) -> RememberRequest:
+        if (self.namespace is None) != (self.key is None):
+            raise ValueError("namespace and key go together (the address of an item)")
+        if self.key is not None and self.value is None:
+            raise ValueError("an item (namespace and key) needs its value")
+        if self.key is None and self.value is not None:
+            raise ValueError("a value belongs to an item: give its namespace and key")
+        if self.content is None and self.value is None:
+            raise ValueError("content is required (or an item's value)")
+        return self
 
 
 class MemoryOut(OutputModel):
@@ -62,6 +89,24 @@ class MemoryOut(OutputModel):
     retirement_reason: str | None
     superseded_by: str | None
     access_count: int
+    namespace: str | None = Field(
+        default=None, description="A key-value item's namespace path (else null).")
+    key: str | None = Field(default=None, description="A key-value item's key (else null).")
+    value: dict[str, Any] | None = Field(
+        default=None, description="A key-value item's exact JSON value (else null).")
+
+
+class MemoryList(OutputModel):
+    """A page of a project's current memories, newest first."""
+
+    memories: list[MemoryOut]
+    next_offset: int | None = Field(description="The offset of the next page; null on the last.")
+
+
+class NamespaceList(OutputModel):
+    """The namespace paths of a project's current key-value items, sorted."""
+
+    namespaces: list[str]
 
 
 class ForgetRequest(InputModel):
@@ -84,6 +129,23 @@ class RecallRequest(InputModel):
     limit: Annotated[int, Field(ge=1, le=50)] = 10
     mode: Literal["hybrid", "text", "semantic"] = "hybrid"
     as_of: datetime | None = None
+    namespace_prefix: Namespace | None = Field(
+        default=None, description="Only key-value items in or below this namespace path ('' "
+        "for every namespace), picked from recall's 50 best memories of the project.")
+    filter: dict[str, Any] | None = Field(
+        default=None, description="Items only: conditions on value fields (a JSON value, or "
+        "operators $eq $ne $gt $gte $lt $lte), as LangGraph's store filter.")
+    offset: Annotated[int, Field(ge=0, le=49)] = Field(
+        default=0, description="Items only: how many matching items to skip.")
+
+    @model_validator(mode="after")
+    def _items_only(self) -> RecallRequest:
+        if self.namespace_prefix is None and (self.filter is not None or self.offset):
+            raise ValueError("filter and offset apply to items: give namespace_prefix "
+                             "('' for every namespace)")
+        if self.namespace_prefix is not None and (self.types or self.as_of):
+            raise ValueError("types and as_of do not apply to items")
+        return self
 
 
 class RecallHitOut(OutputModel):
@@ -99,8 +161,8 @@ class RecallResponse(OutputModel):
     hits: list[RecallHitOut]
 
 
-def memory_out(memory: Memory) -> MemoryOut:
-    """MemoryOut of a long-term memory."""
+def memory_out(memory: Memory, item: Item | None = None) -> MemoryOut:
+    """MemoryOut of a long-term memory (and of its item, when it is filed as one)."""
     return MemoryOut(
         id=memory.id,
         project=memory.project,
@@ -118,9 +180,18 @@ def memory_out(memory: Memory) -> MemoryOut:
         retirement_reason=memory.retirement_reason,
         superseded_by=memory.superseded_by,
         access_count=memory.access_count,
+        namespace=None if item is None else item.namespace,
+        key=None if item is None else item.key,
+        value=None if item is None else item.value,
     )
 
 
-def recall_hit_out(hit: Hit) -> RecallHitOut:
-    """RecallHitOut of a recall hit."""
-    return RecallHitOut(memory=memory_out(hit.memory), score=float(hit.score))
+def memory_list_out(page: MemoryPage) -> MemoryList:
+    """MemoryList of a page of the memory listing."""
+    return MemoryList(memories=[memory_out(e.memory, e.item) for e in page.entries],
+                      next_offset=page.next_offset)
+
+
+def recall_hit_out(hit: Hit, item: Item | None = None) -> RecallHitOut:
+    """RecallHitOut of a recall hit (and of the item its memory is filed as)."""
+    return RecallHitOut(memory=memory_out(hit.memory, item), score=float(hit.score))

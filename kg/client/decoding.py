@@ -15,6 +15,7 @@ from pydantic import TypeAdapter
 
 from kg.client.records import RemoteHit, SessionInfo
 from kg.context import Budget, MemoryContext, TokenCounts, TurnContext
+from kg.longterm.items import Item, ItemHit, MemoryEntry, MemoryPage
 from kg.memory import Memory
 from kg.memory_service import Hit, PromotionReport
 from kg.shortterm import ContextItem, Message, PendingItem
@@ -24,14 +25,19 @@ __all__ = [
     "closed_session",
     "context_item",
     "context_list",
+    "entry",
     "hits",
     "inferred",
+    "item_hits",
     "memory",
+    "memory_page",
     "message",
     "message_list",
+    "namespace_list",
     "nothing",
     "pending_item",
     "pending_list",
+    "popped_message",
     "promotion",
     "session_info",
     "snapshot",
@@ -64,6 +70,40 @@ def memory(data: Any) -> Memory:
 def hits(data: Any) -> list[Hit]:
     """Recall hits, best first (RemoteHit: memory and score)."""
     return [RemoteHit(memory=memory(h["memory"]), score=float(h["score"])) for h in data["hits"]]
+
+
+def entry(data: Any) -> MemoryEntry:
+    """A MemoryEntry: the memory (as `memory`) and its item when it is filed as one."""
+    item = None
+    if data.get("key") is not None:
+        value = data["value"]
+        if not isinstance(value, dict):
+            raise TypeError("an item's value is not an object")
+        item = Item(str(data["namespace"]), str(data["key"]), value)
+    return MemoryEntry(memory(data), item)
+
+
+def memory_page(data: Any) -> MemoryPage:
+    """A page of the memory listing, newest first."""
+    offset = data["next_offset"]
+    return MemoryPage([entry(m) for m in data["memories"]],
+                      None if offset is None else int(offset))
+
+
+def namespace_list(data: Any) -> list[str]:
+    """Namespace paths of key-value items, sorted."""
+    return [str(n) for n in data["namespaces"]]
+
+
+def item_hits(data: Any) -> list[ItemHit]:
+    """Recalled key-value items, best first."""
+    found = []
+    for hit in data["hits"]:
+        memory, item = entry(hit["memory"])
+        if item is None:
+            raise TypeError("an item recall hit without its item")
+        found.append(ItemHit(memory, item, float(hit["score"])))
+    return found
 
 
 def session_info(data: Any) -> SessionInfo:
@@ -110,6 +150,12 @@ def context_list(data: Any) -> tuple[list[ContextItem], int, int]:
 def message(data: Any) -> Message:
     """A conversation Message."""
     return _MESSAGE.validate_python({**data, "timestamp": _seconds(data["timestamp"])})
+
+
+def popped_message(data: Any) -> Message | None:
+    """The message removed from the end of the conversation, or None."""
+    found = data["message"]
+    return None if found is None else message(found)
 
 
 def message_list(data: Any) -> tuple[list[Message], int]:

@@ -23,6 +23,7 @@ from kg.client.records import SessionInfo
 from kg.client.transport import DEFAULT_BACKOFF, DEFAULT_RETRIES, DEFAULT_TIMEOUT, Transport
 from kg.context import TurnContext
 from kg.context.token_budget import DEFAULT_TOTAL
+from kg.longterm.items import ItemHit, MemoryEntry, MemoryPage
 from kg.memory import Memory
 from kg.memory_service import Hit, PromotionReport
 from kg.shortterm import ContextItem, Message, PendingItem, Role
@@ -126,9 +127,18 @@ class MemoryClient:
         """The conversation, oldest first, and its tokens."""
         return self._run(ops.list_messages(session_id))
 
-    def add_message(self, session_id: str, role: Role | str, content: str) -> Message:
-        """Capture a message (conversation buffer and episodic working memory)."""
-        return self._run(ops.add_message(session_id, role, content))
+    def add_message(self, session_id: str, role: Role | str, content: str, *,
+                    item: Mapping[str, Any] | None = None) -> Message:
+        """Capture a message (conversation buffer and episodic working memory), with its item."""
+        return self._run(ops.add_message(session_id, role, content, item=item))
+
+    def pop_message(self, session_id: str) -> Message | None:
+        """Remove and return the newest message of the conversation (None if it is empty)."""
+        return self._run(ops.pop_message(session_id))
+
+    def clear_messages(self, session_id: str) -> None:
+        """Empty the conversation buffer (episodes already captured stay for promotion)."""
+        self._run(ops.clear_messages(session_id))
 
     def process_response(self, session_id: str, content: str) -> dict[str, str]:
         """Capture an assistant reply and return the working context inferred from it."""
@@ -174,6 +184,46 @@ class MemoryClient:
         return self._run(ops.remember(
             project, content, memory_type=memory_type, confidence=confidence,
             source_type=source_type, session_id=session_id, agent=agent, rationale=rationale,
+        ))
+
+    def put_item(
+        self, project: str, namespace: str, key: str, value: Mapping[str, Any], *,
+        content: str | None = None, memory_type: MemoryType | str = MemoryType.FACT,
+        confidence: float = 0.8, source_type: SourceType | str = SourceType.AGENT,
+        session_id: str | None = None, agent: str | None = None, rationale: str | None = None,
+    ) -> MemoryEntry:
+        """File a memory at (namespace, key), superseding the one there; content from value."""
+        return self._run(ops.put_item(
+            project, namespace, key, value, content=content, memory_type=memory_type,
+            confidence=confidence, source_type=source_type, session_id=session_id, agent=agent,
+            rationale=rationale,
+        ))
+
+    def list_memories(
+        self, project: str, *, memory_type: MemoryType | str | None = None,
+        namespace_prefix: str | None = None, namespace: str | None = None,
+        key: str | None = None, value_filter: Mapping[str, Any] | None = None,
+        limit: int = 20, offset: int = 0,
+    ) -> MemoryPage:
+        """The project's current memories, newest first (items: by namespace, key, value)."""
+        return self._run(ops.list_memories(
+            project, memory_type=memory_type, namespace_prefix=namespace_prefix,
+            namespace=namespace, key=key, value_filter=value_filter, limit=limit, offset=offset,
+        ))
+
+    def item_namespaces(self, project: str, *, prefix: str = "") -> list[str]:
+        """The namespace paths of the project's current items in or below `prefix`, sorted."""
+        return self._run(ops.item_namespaces(project, prefix=prefix))
+
+    def recall_items(
+        self, project: str, query: str, *, namespace_prefix: str = "",
+        value_filter: Mapping[str, Any] | None = None, limit: int = 10, offset: int = 0,
+        mode: str = "hybrid",
+    ) -> list[ItemHit]:
+        """Items in or below `namespace_prefix` best matching `query`, among recall's best."""
+        return self._run(ops.recall_items(
+            project, query, namespace_prefix=namespace_prefix, value_filter=value_filter,
+            limit=limit, offset=offset, mode=mode,
         ))
 
     def get_memory(self, project: str, memory_id: str) -> Memory:

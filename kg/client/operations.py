@@ -9,6 +9,7 @@ memory), nothing more.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -22,6 +23,7 @@ from kg.client import decoding
 from kg.client.errors import UnexpectedResponseError
 from kg.client.records import SessionInfo
 from kg.context import TurnContext
+from kg.longterm.items import ItemHit, MemoryEntry, MemoryPage
 from kg.memory import Memory
 from kg.memory_service import Hit, PromotionReport
 from kg.shortterm import ContextItem, Message, PendingItem, Role
@@ -33,20 +35,26 @@ __all__ = [
     "add_message",
     "add_pending",
     "assemble_context",
+    "clear_messages",
     "close_session",
     "delete_context_item",
     "forget",
     "get_context_item",
     "get_memory",
     "hand_off_session",
+    "item_namespaces",
     "list_context",
+    "list_memories",
     "list_messages",
     "list_pending",
     "pause_session",
+    "pop_message",
     "process_response",
     "promote",
     "put_context_item",
+    "put_item",
     "recall",
+    "recall_items",
     "remember",
     "restore_session",
     "resume_session",
@@ -210,10 +218,22 @@ def list_messages(session_id: str) -> Operation[tuple[list[Message], int]]:
     return Operation(call, decoding.message_list)
 
 
-def add_message(session_id: str, role: Role | str, content: str) -> Operation[Message]:
+def add_message(session_id: str, role: Role | str, content: str, *,
+                item: Mapping[str, Any] | None = None) -> Operation[Message]:
     """POST /v1/sessions/{id}/messages."""
-    call = Call("POST", _session(session_id, "/messages"), _body(role=role, content=content))
-    return Operation(call, decoding.message)
+    body = _body(role=role, content=content, item=None if item is None else dict(item))
+    return Operation(Call("POST", _session(session_id, "/messages"), body), decoding.message)
+
+
+def pop_message(session_id: str) -> Operation[Message | None]:
+    """POST /v1/sessions/{id}/messages/pop."""
+    call = Call("POST", _session(session_id, "/messages/pop"))
+    return Operation(call, decoding.popped_message)
+
+
+def clear_messages(session_id: str) -> Operation[None]:
+    """DELETE /v1/sessions/{id}/messages."""
+    return Operation(Call("DELETE", _session(session_id, "/messages")), decoding.nothing)
 
 
 def process_response(session_id: str, content: str) -> Operation[dict[str, str]]:
@@ -271,6 +291,51 @@ def remember(
                  source_type=source_type, session_id=session_id, agent=agent,
                  rationale=rationale)
     return Operation(Call("POST", _project(project, "/memories"), body), decoding.memory)
+
+
+def put_item(
+    project: str, namespace: str, key: str, value: Mapping[str, Any], *, content: str | None,
+    memory_type: MemoryType | str, confidence: float, source_type: SourceType | str,
+    session_id: str | None, agent: str | None, rationale: str | None,
+) -> Operation[MemoryEntry]:
+    """POST /v1/projects/{p}/memories with an item's namespace, key and value."""
+    body = _body(namespace=namespace, key=key, value=dict(value), content=content,
+                 type=memory_type, confidence=float(confidence), source_type=source_type,
+                 session_id=session_id, agent=agent, rationale=rationale)
+    return Operation(Call("POST", _project(project, "/memories"), body), decoding.entry)
+
+
+def list_memories(
+    project: str, *, memory_type: MemoryType | str | None, namespace_prefix: str | None,
+    namespace: str | None, key: str | None, value_filter: Mapping[str, Any] | None,
+    limit: int, offset: int,
+) -> Operation[MemoryPage]:
+    """GET /v1/projects/{p}/memories?…."""
+    params = {name: str(_json(value)) for name, value in {
+        "type": memory_type, "namespace_prefix": namespace_prefix, "namespace": namespace,
+        "key": key, "limit": limit, "offset": offset}.items() if value is not None}
+    if value_filter is not None:
+        params["filter"] = json.dumps(dict(value_filter), ensure_ascii=False)
+    call = Call("GET", _project(project, "/memories"), params=params, read=True)
+    return Operation(call, decoding.memory_page)
+
+
+def item_namespaces(project: str, *, prefix: str) -> Operation[list[str]]:
+    """GET /v1/projects/{p}/namespaces?prefix=…."""
+    call = Call("GET", _project(project, "/namespaces"), params={"prefix": prefix}, read=True)
+    return Operation(call, decoding.namespace_list)
+
+
+def recall_items(
+    project: str, query: str, *, namespace_prefix: str, value_filter: Mapping[str, Any] | None,
+    limit: int, offset: int, mode: str,
+) -> Operation[list[ItemHit]]:
+    """POST /v1/projects/{p}/recall with a namespace_prefix (a read)."""
+    body = _body(query=query, namespace_prefix=namespace_prefix,
+                 filter=None if value_filter is None else dict(value_filter), limit=limit,
+                 offset=offset, mode=mode)
+    return Operation(Call("POST", _project(project, "/recall"), body, read=True),
+                     decoding.item_hits)
 
 
 def get_memory(project: str, memory_id: str) -> Operation[Memory]:

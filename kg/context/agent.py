@@ -2,9 +2,11 @@
 
 The model is a plain callable `llm(system_prompt, messages, tools) -> Reply`; a reply carries
 text and/or tool calls. With memory enabled (the default) the agent offers the memory tools,
-routes their calls to the MemoryToolExecutor, injects the assembled memory context into the
-system prompt before every call, captures every message and tool result, and infers working
-context from every reply. With memory disabled it is a plain chat loop.
+routes their calls to the memory system, injects the assembled memory context into the system
+prompt before every call, captures every message and tool result, and infers working context
+from every reply. With memory disabled it is a plain chat loop. The memory system is anything
+with the AgentMemory protocol's methods (MemoryService has them): nothing here knows the
+service above it.
 """
 
 from __future__ import annotations
@@ -13,15 +15,13 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from kg.context.session_hooks import SessionHooks
 from kg.context.token_budget import DEFAULT_TOTAL
 from kg.errors import KgError
 
-if TYPE_CHECKING:
-    from kg.memory_service import MemoryService
-
-__all__ = ["MEMORY_TOOLS", "MemoryAgent", "Reply", "ToolCall", "is_memory_tool"]
+__all__ = ["MEMORY_TOOLS", "AgentMemory", "MemoryAgent", "Reply", "ToolCall", "is_memory_tool"]
 
 log = logging.getLogger(__name__)
 MEMORY_TOOLS = ("remember", "recall", "forget")
@@ -47,6 +47,30 @@ class Reply:
 Llm = Callable[[str, list[dict[str, str]], list[dict[str, Any]]], Reply]
 
 
+class AgentMemory(Protocol):
+    """What MemoryAgent needs of a memory system: its session hooks and its memory tools."""
+
+    @property
+    def hooks(self) -> SessionHooks:
+        """The turn-level hooks of the memory system's sessions."""
+        ...
+
+    def tool_definitions(self) -> list[dict[str, Any]]:
+        """The JSON-schema definitions of the memory tools."""
+        ...
+
+    def session_project(self, session_id: str) -> str | None:
+        """The project of an open session."""
+        ...
+
+    def execute_tool(
+        self, name: str, arguments: Mapping[str, Any] | str | None, *, project: str,
+        session_id: str | None = None, agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Run a memory tool call; returns `{"ok": …}` and never raises for bad input."""
+        ...
+
+
 def is_memory_tool(name: str) -> bool:
     """True for remember, recall and forget."""
     return name in MEMORY_TOOLS
@@ -58,7 +82,7 @@ class MemoryAgent:
     def __init__(
         self,
         llm: Llm,
-        service: MemoryService,
+        service: AgentMemory,
         *,
         session_id: str,
         base_prompt: str = "You are a helpful coding assistant.",
@@ -75,6 +99,12 @@ class MemoryAgent:
         self.tool_handlers = dict(tool_handlers or {})
         self.memory_enabled = memory_enabled
         self.token_budget = token_budget
+        shared = service.hooks
+        # The agent's own view of the shared hooks, with its own budget: changing the shared
+        # object's budget around each call would race with other agents of the service.
+        self.hooks = SessionHooks(shared.sessions, shared.builder, processor=shared.processor,
+                                  embed=shared.embed, token_budget=token_budget,
+                                  memory_enabled=shared.memory_enabled)
         self.last_system_prompt = ""
         self.history: list[dict[str, str]] = []
 
@@ -88,14 +118,8 @@ class MemoryAgent:
         """The base prompt with the session's memory context (memory failures fall back)."""
         if not self.memory_enabled:
             return self.base_prompt
-        hooks = self.service.hooks
-        saved = hooks.token_budget
-        hooks.token_budget = self.token_budget
-        try:
-            turn = hooks.before_turn(self.session_id, message, base_prompt=self.base_prompt)
-            return turn.system_prompt
-        finally:
-            hooks.token_budget = saved
+        turn = self.hooks.before_turn(self.session_id, message, base_prompt=self.base_prompt)
+        return turn.system_prompt
 
     def execute_tool_call(self, call: ToolCall) -> str:
         """Run a tool call: memory tools through the executor, others through their handler."""
@@ -127,11 +151,11 @@ class MemoryAgent:
                 output = self.execute_tool_call(call)
                 self.history.append({"role": "tool", "content": output})
                 if self.memory_enabled:
-                    self._safely(self.service.hooks.capture_tool_result, call.name, output)
+                    self._safely(self.hooks.capture_tool_result, call.name, output)
             reply = self.llm(prompt, list(self.history), self.available_tools())
         self.history.append({"role": "assistant", "content": reply.text})
         if self.memory_enabled:
-            self._safely(self.service.hooks.after_response, reply.text)
+            self._safely(self.hooks.after_response, reply.text)
         return reply.text
 
     def _safely(self, hook: Callable[..., object], *args: Any) -> None:

@@ -28,6 +28,15 @@ from pyoxigraph import Literal, NamedNode, Quad, RdfFormat
 from kg.graphs import long_term, project_graphs, project_of_graph
 from kg.longterm.access import AccessDelta, AccessTracker
 from kg.longterm.errors import InvalidMemoryError, MemoryNotFoundError, MemoryRetiredError
+from kg.longterm.items import (
+    Item,
+    check_key,
+    check_namespace,
+    find_item,
+    item_content_key,
+    item_quads,
+    value_text,
+)
 from kg.longterm.purge import memory_scope, session_scope
 from kg.longterm.session_records import SessionRecords
 from kg.longterm.triples import (
@@ -54,6 +63,7 @@ from kg.terms import (
 )
 
 __all__ = [
+    "ITEM_REPLACED_REASON",
     "MAX_CONTENT_BYTES",
     "MAX_REASON_BYTES",
     "LongTermMemory",
@@ -63,6 +73,7 @@ __all__ = [
 
 MAX_CONTENT_BYTES = 2_000
 MAX_REASON_BYTES = 500
+ITEM_REPLACED_REASON = "replaced: the item's namespace and key were put again"
 _log = logging.getLogger(__name__)
 _DERIVED_FROM = JIDO["derivedFrom"]
 
@@ -126,9 +137,17 @@ class LongTermMemory:
         valid_from: datetime | None = None,
         valid_until: datetime | None = None,
         timestamp: datetime | None = None,
+        item: Item | None = None,
     ) -> RememberOutcome:
-        """Store a memory, or merge it into the equivalent current one of the same project."""
+        """Store a memory, or merge it into the equivalent current one of the same project.
+
+        With an `item` the memory is filed at the item's namespace and key instead: it
+        supersedes the current memory there, if any, and is never merged by content."""
         check_text(content, "content", MAX_CONTENT_BYTES)
+        if item is not None:
+            check_namespace(item.namespace)
+            check_key(item.key)
+            value_text(item.value)
         if rationale is not None:
             check_text(rationale, "rationale", MAX_CONTENT_BYTES, required=False)
         kind = parse_term(MemoryType, type)
@@ -143,10 +162,14 @@ class LongTermMemory:
                                      details={"field": "valid_until"})
         now = self._clock()
         graph = long_term(project)
-        key = content_key(content, kind)
+        key = content_key(content, kind) if item is None else item_content_key(item, content, kind)
         stamped = [replace(e, recorded_at=now) for e in evidence]
+        replaced: Memory | None = None
         with self._lock:
-            existing = self._find_by_key(graph, key)
+            existing = self._find_by_key(graph, key) if item is None else None
+            if item is not None:
+                found = find_item(self.store, graph, item.namespace, item.key)
+                replaced = self._read(graph, found[0]) if found is not None else None
             identity = self.records.missing_quads(session, project=project, agent=agent, at=now)
             if existing is not None:
                 memory = self._merge(existing, graph, score, rationale, stamped, session, now,
@@ -160,10 +183,25 @@ class LongTermMemory:
                     evidence=tuple(stamped),
                 )
                 quads = memory_quads(memory, key=key, graph=graph) + identity
-                for item in stamped:
-                    quads += evidence_quads(item, memory=memory.iri, session=session, graph=graph)
+                for proof in stamped:
+                    quads += evidence_quads(proof, memory=memory.iri, session=session, graph=graph)
+                if item is not None:
+                    quads += item_quads(memory.iri, item, graph)
+                if replaced is not None:
+                    # One add: the new memory and the old one's retirement land together.
+                    replaced = replace(replaced, retired_at=now,
+                                       retirement_reason=ITEM_REPLACED_REASON,
+                                       superseded_by=memory.id)
+                    quads += [
+                        Quad(replaced.iri, JIDO["retiredAt"], datetime_literal(now), graph),
+                        Quad(replaced.iri, JIDO["retirementReason"],
+                             Literal(ITEM_REPLACED_REASON), graph),
+                        Quad(replaced.iri, JIDO["supersededBy"], memory.iri, graph),
+                    ]
                 self.store.add(quads)
             self.records.mark_known(session, project=project, agent=agent)
+        if replaced is not None:
+            self._notify("memory_retired", replaced)
         self._notify("memory_written", memory)
         return RememberOutcome(memory, existing is None)
 

@@ -6,6 +6,8 @@ and max_messages (default 1,000). A single message larger than the whole budget 
 MessageTooLargeError rather than emptying the buffer and still not fitting. The running token
 total makes token_count() O(1); window() returns a new list of immutable messages, so callers
 cannot change the buffer through it. snapshot()/restore() hand the buffer between processes.
+A message may carry an exact JSON `item` beside its role and content (an OpenAI Agents SDK
+session item, kg.integrations.openai_agents): the content is its text, counted in tokens.
 
 >>> buffer = ConversationBuffer(max_tokens=10, now=lambda: 0.0)
 >>> _ = buffer.append("user", "abcd")          # 1 + 4 overhead = 5 tokens
@@ -16,6 +18,7 @@ cannot change the buffer through it. snapshot()/restore() hand the buffer betwee
 
 from __future__ import annotations
 
+import json
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -32,6 +35,7 @@ from kg.tokens import TOKEN_COUNTER, TokenCounter
 __all__ = [
     "DEFAULT_MAX_MESSAGES",
     "DEFAULT_MAX_TOKENS",
+    "MAX_ITEM_BYTES",
     "ConversationBuffer",
     "Message",
     "Role",
@@ -39,6 +43,7 @@ __all__ = [
 
 DEFAULT_MAX_TOKENS = 128_000
 DEFAULT_MAX_MESSAGES = 1_000
+MAX_ITEM_BYTES = 1_000_000
 
 
 class Role(StrEnum):
@@ -58,6 +63,7 @@ class Message:
     content: str
     timestamp: float
     tokens: int
+    item: dict[str, Any] | None = None  # the exact JSON item the message was given as
 
 
 class ConversationBuffer:
@@ -112,6 +118,23 @@ class ConversationBuffer:
         self._tokens += tokens
         return evicted
 
+    def attach_item(self, item: Mapping[str, Any]) -> Message:
+        """Give the newest message its exact JSON item (a copy); return the message."""
+        if not self._messages:
+            raise InvalidContentError("the conversation has no message to attach an item to")
+        copy = _json_copy(item)
+        message = replace(self._messages.pop(), item=copy)
+        self._messages.append(message)
+        return message
+
+    def pop(self) -> Message | None:
+        """Remove and return the newest message (None if the buffer is empty)."""
+        if not self._messages:
+            return None
+        message = self._messages.pop()
+        self._tokens -= message.tokens
+        return message
+
     def window(self, last_n: int | None = None) -> list[Message]:
         """A new list of the last `last_n` messages (all if None), oldest first."""
         if last_n is None:
@@ -148,6 +171,7 @@ class ConversationBuffer:
                     "content": m.content,
                     "timestamp": m.timestamp,
                     "tokens": m.tokens,
+                    **({} if m.item is None else {"item": m.item}),
                 }
                 for m in self._messages
             ],
@@ -165,6 +189,8 @@ class ConversationBuffer:
                 # append() stamped it with the clock; put back the recorded time.
                 last = fresh._messages.pop()
                 fresh._messages.append(replace(last, timestamp=float(raw["timestamp"])))
+                if raw.get("item") is not None:
+                    fresh.attach_item(raw["item"])
             if fresh._tokens != data["total_tokens"]:
                 raise ValueError(
                     f"total_tokens {data['total_tokens']!r} != sum of messages {fresh._tokens}"
@@ -173,3 +199,22 @@ class ConversationBuffer:
             raise InvalidSnapshotError(f"invalid conversation-buffer snapshot: {e}") from e
         self.max_tokens, self.max_messages = fresh.max_tokens, fresh.max_messages
         self._messages, self._tokens = fresh._messages, fresh._tokens
+
+
+def _json_copy(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a JSON object item (so callers cannot change the buffer through theirs)."""
+    if not isinstance(item, Mapping):
+        raise InvalidContentError(f"a message item must be a JSON object, got {item!r:.100}")
+    try:
+        text = json.dumps(dict(item), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise InvalidContentError(f"a message item must be JSON: {e}") from e
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_ITEM_BYTES:
+        raise InvalidContentError(
+            f"a message item is {size:,} bytes of JSON; the limit is {MAX_ITEM_BYTES:,}",
+            details={"bytes": size, "limit": MAX_ITEM_BYTES},
+        )
+    copy = json.loads(text)
+    assert isinstance(copy, dict)
+    return copy
