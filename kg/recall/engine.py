@@ -20,6 +20,7 @@ from kg.memory import Memory
 from kg.recall.catch_up import IndexCatchUp
 from kg.recall.embedding import Embedder
 from kg.recall.fusion import FusionWeights, Scored, fuse
+from kg.recall.index_key import query_keys
 from kg.recall.index_search import Candidate, Filters, IndexSearch
 from kg.recall.keyword_index import IndexFingerprint, KeywordIndex
 from kg.recall.memory_record import epoch
@@ -101,7 +102,7 @@ class RecallEngine:
         self.memories = memories
         self.index = index if index is not None else KeywordIndex(None)
         self.search = IndexSearch(self.index)
-        self.weights = weights or FusionWeights()
+        self.weights = weights or self.default_weights()
         self.record_access = record_access
 
     @property
@@ -113,6 +114,11 @@ class RecallEngine:
     def embedder(self) -> Embedder | None:
         """The embedder of the index, if any."""
         return self.index.embedder
+
+    def default_weights(self) -> FusionWeights:
+        """FusionWeights with the cosine weight the index's embedder asks for (if it says)."""
+        semantic = getattr(self.index.embedder, "semantic_weight", FusionWeights().semantic)
+        return FusionWeights(semantic=float(semantic))
 
     def recall(
         self,
@@ -158,8 +164,12 @@ class RecallEngine:
               limit: int) -> list[Scored]:
         candidates: list[Candidate] = []
         if mode != "semantic":
+            # Times the query names ("in May 2023", "last week" from the recall's moment) and
+            # its question type's cue ("when …") are keys the memories are indexed under too.
+            keys = query_keys(query, datetime.fromtimestamp(filters.at, UTC),
+                              time=self.weights.time, cue=self.weights.cue)
             candidates = self.search.keyword(
-                filters, query_tokens(query), limit=KEYWORD_CANDIDATES)
+                filters, query_tokens(query), limit=KEYWORD_CANDIDATES, keys=keys)
         cosines: dict[int, float] = {}
         if self.embedder is not None and mode != "text":
             vector = self.embedder.embed([query])[0].astype(np.float32)
@@ -175,8 +185,9 @@ class RecallEngine:
             if mode == "hybrid":
                 # A memory found by meaning alone must be near enough: without a floor, any
                 # query (however unrelated) would recall `limit` memories of a small project.
+                floor = float(getattr(self.embedder, "min_cosine", MIN_HYBRID_COSINE))
                 candidates = [c for c in candidates
-                              if c.bm25 > 0 or cosines.get(c.seq, 0.0) >= MIN_HYBRID_COSINE]
+                              if c.bm25 > 0 or cosines.get(c.seq, 0.0) >= floor]
         return fuse(candidates, cosines, now=now, weights=self.weights, limit=limit)
 
     def _semantic(self, filters: Filters, vector: np.ndarray, *, mode: str) -> list[Candidate]:

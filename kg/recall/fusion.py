@@ -33,6 +33,11 @@ class FusionWeights:
     frequency: float = 0.02
     salience: float = 0.02
     recency_days: float = 30.0  # recency = 1 / (1 + age / recency_days)
+    # Inside the keyword search (kg/recall/index_key.py): the weight of the query's calendar
+    # terms' BM25 beside the words', and the share of the best score added to the memories found
+    # that have the cue the question asks for (both fitted on LoCoMo's dev split).
+    time: float = 2.0
+    cue: float = 0.1
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,8 +79,10 @@ class IndexSearch:
         self._sizes: dict[str, tuple[int, int]] = {}
 
     def keyword(self, filters: Filters, tokens: list[str], *, limit: int,
-                all_words: bool = False) -> list[Candidate]:
-        """The best `limit` BM25 matches of `tokens` (any, or all) among filtered memories."""
+                all_words: bool = False,
+                keys: Sequence[tuple[str, float]] = ()) -> list[Candidate]:
+        """The best `limit` BM25 matches of `tokens` (any, or all) and weighted `keys` among
+        filtered memories."""
         # all_words is the "facts about a topic" test: every word in the memory's own text.
         require_words(tokens)
         # Rank in the keyword index alone (top-k, the project's own postings), then filter the
@@ -88,8 +90,8 @@ class IndexSearch:
         window = max(limit * 2, 100)
         while True:
             ranked = self.index.search_text(filters.project, tokens, limit=window,
-                                            types=filters.types,
-                                            all_words=all_words)
+                                            types=filters.types, all_words=all_words,
+                                            keys=keys)
             kept = self._best_matching(filters, ranked, limit)
             if len(kept) >= limit or len(ranked) < window:
                 return kept

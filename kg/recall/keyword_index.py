@@ -7,7 +7,8 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
@@ -15,6 +16,7 @@ from typing import TypeVar
 from kg.memory import Memory
 from kg.recall.analyzer import stems
 from kg.recall.embedding import Embedder, quantize
+from kg.recall.index_key import memory_keys
 from kg.recall.index_schema import SCHEMA, SCHEMA_VERSION, fingerprint_sql
 from kg.recall.matrix_file import MatrixFiles, matrix_location
 from kg.recall.matrix_layout import Change
@@ -147,11 +149,13 @@ class KeywordIndex:
 
     # --- the keyword half -------------------------------------------------------------------
     def search_text(self, project: str, words: list[str], *, limit: int, all_words: bool = False,
-                    types: Sequence[str] | None = None) -> list[tuple[int, float]]:
-        """(seq, BM25) of the best `limit` memories of `project` for `words` (stemmed here)."""
+                    types: Sequence[str] | None = None,
+                    keys: Sequence[tuple[str, float]] = ()) -> list[tuple[int, float]]:
+        """(seq, BM25) of the best `limit` memories of `project` for `words` (stemmed here) and
+        weighted `keys` (kg/recall/index_key.py)."""
         self.commit_text()  # read your writes
         return self.text.search(project, [s for w in words for s in stems(w)], limit=limit,
-                                all_words=all_words, types=types)
+                                all_words=all_words, types=types, keys=keys)
 
     def commit_text(self) -> None:
         """Make pending text writes visible to searches (and durable)."""
@@ -254,10 +258,10 @@ class KeywordIndex:
 
     def _index_all_text(self) -> int:
         rows = self.db.execute(
-            "SELECT seq, project, session, body, type FROM memory"
+            "SELECT seq, project, session, body, type, timestamp FROM memory"
             " ORDER BY project, session, timestamp, recorded_at, seq"
         )
-        group: list[tuple[int, str, str, str, str]] = []
+        group: list[tuple[int, str, str, str, str, float]] = []
         done = 0
         for row in rows:
             if group and group[-1][1:3] != row[1:3]:
@@ -266,13 +270,13 @@ class KeywordIndex:
             group.append(row)
         return done + self._index_session(group)
 
-    def _index_session(self, group: list[tuple[int, str, str, str, str]]) -> int:
+    def _index_session(self, group: list[tuple[int, str, str, str, str, float]]) -> int:
         words = [stems(row[3]) for row in group]
         return self.text.put((
             TextDocument(seq, project, kind, words[i], [
                 s for w in words[max(0, i - NEIGHBOURS):i] + words[i + 1:i + 1 + NEIGHBOURS]
-                for s in w])
-            for i, (seq, project, _, _, kind) in enumerate(group)
+                for s in w], _keys(body, moment))
+            for i, (seq, project, _, body, kind, moment) in enumerate(group)
         ), replace=False)
 
     # --- writing ---------------------------------------------------------------------------
@@ -355,7 +359,8 @@ class KeywordIndex:
         documents = []
         for seq in seqs:
             row = self.db.execute(
-                "SELECT project, body, type FROM memory WHERE seq = ?", (seq,)).fetchone()
+                "SELECT project, body, type, timestamp FROM memory WHERE seq = ?",
+                (seq,)).fetchone()
             if row is None:
                 continue
             context = [
@@ -363,7 +368,8 @@ class KeywordIndex:
                 for r in self.db.execute("SELECT body FROM memory WHERE seq = ?", (n,))
                 for s in stems(r[0])
             ]
-            documents.append(TextDocument(seq, row[0], row[2], stems(row[1]), context))
+            documents.append(TextDocument(seq, row[0], row[2], stems(row[1]), context,
+                                          _keys(row[1], row[3])))
         if documents:
             self._text_write()
             self.text.put(documents)
@@ -429,6 +435,15 @@ class _Transaction:
 
     def __exit__(self, kind: object, *_: object) -> None:
         self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+@lru_cache(maxsize=1024)
+def _keys(body: str, moment: float) -> tuple[str, ...]:
+    """The memory's keys: its timestamp's calendar terms, the times its text names, cues.
+
+    Kept for recent memories: a remember re-indexes the new memory's neighbours too (their
+    context changed, their keys did not)."""
+    return tuple(memory_keys(body, datetime.fromtimestamp(moment, UTC)))
 
 
 def _body(memory: Memory) -> str:

@@ -10,22 +10,25 @@ from pathlib import Path
 import tantivy
 
 from kg.recall.analyzer import scope_prefix
+from kg.recall.index_key import CUES
 
 __all__ = ["TextDocument", "TextIndex"]
 
 WRITER_HEAP = 16_000_000  # bytes the writer buffers before it writes a segment (RSS: kept small)
-_VERSION = "3"  # bump when the schema or the analysis changes: the folder is then recreated
+_VERSION = "4"  # bump when the schema or the analysis changes: the folder is then recreated
 
 
 @dataclass(frozen=True, slots=True)
 class TextDocument:
-    """What the index holds for one memory: seq, project, type, own stems and context stems."""
+    """What the index holds for one memory: seq, project, type, own stems, context stems and
+    keys (calendar terms and cues, kg/recall/index_key.py)."""
 
     seq: int
     project: str
     type: str
     body: Sequence[str]
     context: Sequence[str]
+    keys: Sequence[str] = ()
 
 
 class TextIndex:
@@ -38,7 +41,11 @@ class TextIndex:
     queries, which tantivy answers top-k with block-max WAND. Field `body` (own stems once)
     serves the every-word test of "facts about". Callers
     serialise writes and commits (the tantivy writer is not shared between threads); searches
-    may run concurrently with them on the searcher of the last commit."""
+    may run concurrently with them on the searcher of the last commit. Field `keys` holds the
+    memory's calendar terms: a recall adds the query's to its disjunction as boosted term queries
+    (still a pure disjunction), so a query naming a day finds that day's memories. The fast
+    field `cues` holds the memory's cues as bits: they only reorder the memories the words and
+    times found (a "when" question must not find every memory that names a time)."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -49,6 +56,9 @@ class TextIndex:
         builder.add_text_field("words", stored=False, tokenizer_name="whitespace",
                                index_option="freq")
         builder.add_text_field("kind", stored=False, tokenizer_name="raw", index_option="basic")
+        builder.add_text_field("keys", stored=False, tokenizer_name="whitespace",
+                               index_option="freq")
+        builder.add_integer_field("cues", stored=False, indexed=False, fast=True)
         self.schema = builder.build()
         self.index = self._open()
         self.writer = self.index.writer(heap_size=WRITER_HEAP, num_threads=1)
@@ -80,6 +90,8 @@ class TextIndex:
             entry.add_text("kind", prefix + doc.type)
             own = " ".join(prefix + s for s in doc.body)
             entry.add_text("words", " ".join([own, own, *(prefix + s for s in doc.context)]))
+            entry.add_text("keys", " ".join(prefix + k for k in doc.keys if k not in CUES))
+            entry.add_integer("cues", sum(bit for cue, bit in CUES.items() if cue in doc.keys))
             if replace:
                 self.writer.delete_documents_by_term("seq", doc.seq)
             self.writer.add_document(entry)
@@ -106,8 +118,12 @@ class TextIndex:
         self.searcher = self.index.searcher()
 
     def search(self, project: str, stems: Sequence[str], *, limit: int, all_words: bool = False,
-               types: Sequence[str] | None = None) -> list[tuple[int, float]]:
-        """(seq, BM25 score) of the best `limit` documents of `project` (of `types`), best first.
+               types: Sequence[str] | None = None,
+               keys: Sequence[tuple[str, float]] = ()) -> list[tuple[int, float]]:
+        """(seq, BM25 score) of the best `limit` documents of `project` (of `types`), best first;
+        `keys` (key, weight) add their weighted BM25 on field `keys`, and a cue key adds its
+        weight times the best score to the found documents that have the cue (neither with
+        `all_words`).
 
         Types filter inside tantivy only with `all_words` (an intersection anyway): a recall
         stays a pure disjunction, and SQLite drops other types from its candidates."""
@@ -123,6 +139,12 @@ class TextIndex:
                 continue
             clauses.append((tantivy.Occur.Should,
                             tantivy.Query.term_query(self.schema, "words", term)))
+        wanted = dict(keys) if not all_words else {}
+        cues = {CUES[key]: weight for key, weight in wanted.items() if key in CUES}
+        for key, weight in wanted.items():
+            if key not in CUES:
+                clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(
+                    tantivy.Query.term_query(self.schema, "keys", prefix + key), weight)))
         if all_words and types:
             clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query([
                 (tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "kind", prefix + t))
@@ -130,9 +152,18 @@ class TextIndex:
         searcher = self.searcher
         # count=False matters: counting every match would defeat the top-k pruning.
         hits = searcher.search(tantivy.Query.boolean_query(clauses), limit, count=False).hits
-        seqs = searcher.fast_field_values("seq", [address for _, address in hits])
-        return [(int(seq), float(score)) for (score, _), seq in zip(hits, seqs, strict=True)
-                if seq is not None]
+        addresses = [address for _, address in hits]
+        seqs = searcher.fast_field_values("seq", addresses)
+        found = [(int(seq), float(score)) for (score, _), seq in zip(hits, seqs, strict=True)
+                 if seq is not None]
+        if not cues or not found:
+            return found
+        best = found[0][1]
+        bits = [int(b or 0) for b, seq in zip(searcher.fast_field_values("cues", addresses),
+                                               seqs, strict=True) if seq is not None]
+        boosted = [(seq, score + best * sum(w for bit, w in cues.items() if bit & mask))
+                   for (seq, score), mask in zip(found, bits, strict=True)]
+        return sorted(boosted, key=lambda hit: -hit[1])  # stable: ties keep tantivy's order
 
     def close(self) -> None:
         """Commit what is pending and release the writer's lock on the folder."""

@@ -171,12 +171,13 @@ def test_changing_the_embedder_rebuilds_the_index(
 
 
 def test_a_bad_embedder_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(pydantic.ValidationError, match="Input should be 'wordllama' or 'none'"):
+    choices = "Input should be 'wordllama', 'minilm' or 'none'"
+    with pytest.raises(pydantic.ValidationError, match=choices):
         Settings(embedder="bogus")  # type: ignore[arg-type]
     monkeypatch.setenv("KG_EMBEDDER", "bogus")
     with pytest.raises(pydantic.ValidationError) as refused:
         Settings()
-    assert "embedder\n  Input should be 'wordllama' or 'none'" in str(refused.value)
+    assert "embedder\n  Input should be 'wordllama', 'minilm' or 'none'" in str(refused.value)
     assert "input_value='bogus'" in str(refused.value)
     monkeypatch.setenv("KG_EMBEDDER", "none")
     assert embedder_of(Settings()) is None

@@ -94,3 +94,24 @@ def test_uncommitted_words_after_a_crash_are_reindexed(tmp_path: Path) -> None:
     again = KeywordIndex(path)
     assert not again.text_stale
     again.close()
+
+
+def test_weighted_keys_rank_among_the_word_matches_within_the_project() -> None:
+    index = TextIndex(None)
+    index.put([
+        TextDocument(1, "p1", "fact", stems("billing deploy"), [], ["d20230707", "ctime"]),
+        TextDocument(2, "p1", "fact", stems("billing deploy"), [], ["d20230801"]),
+        TextDocument(3, "p2", "fact", stems("billing deploy"), [], ["d20230801"]),
+    ])
+    index.commit()
+    plain = index.search("p1", stems("billing"), limit=10)
+    assert [s for s, _ in plain] == [1, 2] and plain[0][1] == plain[1][1]  # a tie on words
+    assert [s for s, _ in index.search("p1", stems("billing"), limit=10,
+                                       keys=[("d20230801", 2.0)])] == [2, 1]
+    assert [s for s, _ in index.search("p1", stems("billing"), limit=10,
+                                       keys=[("ctime", 0.3)])] == [1, 2]
+    # Keys only rank word matches of the project's own memories, and not in "every word" mode.
+    assert [s for s, _ in index.search("p2", stems("billing"), limit=10,
+                                       keys=[("d20230707", 2.0)])] == [3]
+    assert [s for s, _ in index.search("p1", stems("billing deploy"), limit=10,
+                                       all_words=True, keys=[("d20230801", 2.0)])] == [1, 2]
