@@ -8,9 +8,14 @@ How it is mounted, and why:
   nothing held between requests (the 2026-07-28 protocol revision is per-request anyway).
   `GET` (the optional server-to-client SSE stream) gets 405, as the MCP spec allows; in the SDK
   it would hold a connection thread open for good.
-- a2wsgi's `ASGIMiddleware` calls the ASGI app from the WSGI thread; its event loop is an anyio
-  blocking portal started on the first MCP request (apps that never see one start no thread),
-  where the session manager's `run()` stays entered until the app closes.
+- Requests of the per-request protocol revision (2026-07-28, what the SDK's own client speaks)
+  need nothing that outlives them: each is answered on an event loop of its own in its request
+  thread, the tool call inline (api/asgi.py `LoopPool`), with no hand-off between threads, in
+  parallel like every other route. Older revisions' stateless requests run the session
+  manager's per-request server in the task group of its `run()`, on one long-lived event loop:
+  an anyio blocking portal started on the first MCP request (apps that never see one start no
+  thread), which they are handed over to once (api/asgi.py `call_on`); their tool calls go on
+  to a worker thread, so that a slow recall holds up no other request on that loop.
 - The Flask view in front of it, rather than werkzeug's DispatcherMiddleware, keeps auth, the
   body cap, CORS and the one JSON error shape exactly those of every other route.
 
@@ -24,39 +29,36 @@ right, or scoped to another project) in the JSON error shape, never a tool resul
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import threading
+from collections.abc import Callable
 from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-from a2wsgi import ASGIMiddleware
+import mcp_types as types
 from anyio.from_thread import start_blocking_portal
 from flask import Flask, Response, current_app, request
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from api.asgi import Answer, LoopPool, answered_here, call_on
 from api.auth import require
 from kg.errors import AuthenticationError, PermissionDeniedError, StoreUnavailableError
-from kg.mcp_server import READ_TOOLS, ToolScope, build_server
+from kg.mcp_server import READ_TOOLS, ToolScope, build_server, in_worker_thread
 from kg.memory_service import MemoryService
 from kg.settings import Settings
 from kg.terms import validate_identifier
 
-if TYPE_CHECKING:
-    from _typeshed.wsgi import WSGIApplication
-
 __all__ = ["McpEndpoint", "install"]
 
 _KEY = "jido_kg_mcp"
-# After the answer went out, how long a2wsgi waits for the SDK's request task to wind down
-# before cancelling it (the stateless transport terminates itself; this only bounds a bug).
-_WIND_DOWN_SECONDS = 10.0
 
 
 class McpEndpoint:
-    """The SDK's stateless Streamable HTTP manager as a WSGI app, started on first use."""
+    """The SDK's stateless Streamable HTTP manager, its event loop thread started on first use."""
 
     def __init__(self, service: MemoryService, *, max_body_bytes: int) -> None:
         server = build_server(
@@ -67,35 +69,58 @@ class McpEndpoint:
                 "before answering questions about the project, remember durable facts and "
                 "decisions, forget what became wrong."
             ),
+            run_blocking=_run_blocking,
         )
         self.manager = StreamableHTTPSessionManager(
             server, json_response=True, stateless=True, max_request_body_size=max_body_bytes
         )
         self._lock = threading.Lock()
         self._stack = ExitStack()
-        self._wsgi: WSGIApplication | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loops = LoopPool()
         self._closed = False
 
-    def wsgi(self) -> WSGIApplication:
-        """The WSGI face of the manager; the first call starts its event loop thread."""
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The manager's event loop, where its `run()` is entered; the first call starts it."""
         with self._lock:
             if self._closed:  # a request late in shutdown must not start a new loop
                 raise StoreUnavailableError("the service is shutting down")
-            if self._wsgi is None:
+            if self._loop is None:
                 portal = self._stack.enter_context(start_blocking_portal(name="kg-mcp"))
                 self._stack.enter_context(portal.wrap_async_context_manager(self.manager.run()))
-                loop = portal.call(_running_loop)
-                middleware = ASGIMiddleware(cast(Any, self.manager.handle_request),
-                                            wait_time=_WIND_DOWN_SECONDS, loop=loop)
-                self._wsgi = cast("WSGIApplication", middleware)
-            return self._wsgi
+                self._loop = portal.call(_running_loop)
+            return self._loop
+
+    def answer(self, scope: dict[str, Any], body: bytes) -> Answer:
+        """Run one request through the manager and return its answer (blocking)."""
+        shared = self.loop()  # also what refuses a request during shutdown
+        if _per_request(scope):
+            return self._loops.call(self.manager.handle_request, scope, body)
+        return call_on(shared, self.manager.handle_request, scope, body)
 
     def close(self) -> None:
         """Leave the manager's run() and stop the event loop thread (if it ever started)."""
         with self._lock:
             self._closed = True
             self._stack.close()
-            self._wsgi = None
+            self._loop = None
+            self._loops.close()
+
+
+def _per_request(scope: dict[str, Any]) -> bool:
+    """Whether the SDK answers this request without the state of its `run()`: as it decides,
+    a protocol version header naming no revision of the initialize handshake (an unknown one
+    gets its rejection the same way)."""
+    header = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
+    version = next((v.decode("latin-1") for k, v in scope["headers"] if k == header), None)
+    return version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+
+
+async def _run_blocking(
+    call: Callable[[], types.CallToolResult],
+) -> types.CallToolResult:
+    # On a request's own loop nothing else waits: the call runs inline, in the request thread.
+    return call() if answered_here() else await in_worker_thread(call)
 
 
 async def _running_loop() -> asyncio.AbstractEventLoop:
@@ -124,18 +149,36 @@ def _mcp(project: str) -> Response:
     # What the tools need travels in the path and query string the view itself builds (never
     # the client's): the SDK hands the handler this request, and nothing else.
     query = {"access": "write" if may_write else "read", **({"agent": agent} if agent else {})}
-    environ = {
-        **request.environ,
-        "SCRIPT_NAME": "/mcp",
-        "PATH_INFO": f"/{project}",
-        "QUERY_STRING": urlencode(query),
-        "wsgi.input": io.BytesIO(body),
-        "CONTENT_LENGTH": str(len(body)),
-    }
     endpoint = current_app.extensions[_KEY]
     assert isinstance(endpoint, McpEndpoint)
-    answer = current_app.response_class.from_app(endpoint.wsgi(), environ, buffered=True)
-    return cast(Response, answer)  # from_app builds the class it is called on
+    status, headers, answer = endpoint.answer(_asgi_scope(project, urlencode(query), body), body)
+    return Response(answer, status, [(k.decode("latin-1"), v.decode("latin-1"))
+                                     for k, v in headers])
+
+
+def _asgi_scope(project: str, query: str, body: bytes) -> dict[str, Any]:
+    """The ASGI scope of this request, as the SDK reads it (with the view's own query string)."""
+    environ = request.environ
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1"))
+               for name, value in request.headers.items() if name.lower() != "content-length"]
+    headers.append((b"content-length", str(len(body)).encode("ascii")))
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.5"},
+        "http_version": environ.get("SERVER_PROTOCOL", "HTTP/1.1").partition("/")[2] or "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "root_path": "/mcp",
+        "path": f"/mcp/{project}",
+        "raw_path": f"/mcp/{project}".encode("ascii"),
+        "query_string": query.encode("ascii"),
+        "headers": headers,
+        "server": (environ.get("SERVER_NAME", "127.0.0.1"), int(environ.get("SERVER_PORT", 0))),
+        "extensions": {},
+    }
+    if request.remote_addr:
+        scope["client"] = (request.remote_addr, int(environ.get("REMOTE_PORT") or 0))
+    return scope
 
 
 def _may_write(project: str) -> bool:

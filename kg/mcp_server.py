@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -29,7 +29,8 @@ from kg.errors import KgError
 from kg.memory_service import MemoryService
 
 __all__ = [
-    "ASSEMBLE_TOOL", "READ_TOOLS", "ScopeOf", "ToolScope", "build_server", "call_tool", "run_stdio",
+    "ASSEMBLE_TOOL", "READ_TOOLS", "RunBlocking", "ScopeOf", "ToolScope", "build_server",
+    "call_tool", "in_worker_thread", "run_stdio",
 ]
 
 ASSEMBLE_TOOL: dict[str, Any] = {
@@ -68,6 +69,13 @@ class ToolScope:
 
 # How a server finds the scope of one call (HTTP: from the request; stdio: always the same).
 ScopeOf = Callable[[ServerRequestContext[Any, Any]], ToolScope]
+# How a server's event loop runs one blocking tool call (by default: in a worker thread).
+RunBlocking = Callable[[Callable[[], types.CallToolResult]], Awaitable[types.CallToolResult]]
+
+
+async def in_worker_thread(call: Callable[[], types.CallToolResult]) -> types.CallToolResult:
+    """Run a blocking call in a worker thread, keeping the event loop free for other requests."""
+    return await anyio.to_thread.run_sync(call)
 
 
 def _text(payload: Any, *, error: bool = False) -> types.CallToolResult:
@@ -99,7 +107,8 @@ def call_tool(
 
 
 def build_server(
-    service: MemoryService, *, scope: ToolScope | ScopeOf, instructions: str
+    service: MemoryService, *, scope: ToolScope | ScopeOf, instructions: str,
+    run_blocking: RunBlocking = in_worker_thread,
 ) -> Server[Any]:
     """An MCP server over `service` whose calls run in `scope` (fixed, or found per request)."""
     definitions = [*service.tool_definitions(), ASSEMBLE_TOOL]
@@ -107,6 +116,7 @@ def build_server(
         types.Tool(name=d["name"], description=d["description"], input_schema=d["input_schema"])
         for d in definitions
     ]
+    schemas = {d["name"]: d["input_schema"] for d in definitions}
 
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
@@ -118,14 +128,17 @@ def build_server(
     ) -> types.CallToolResult:
         where = scope if isinstance(scope, ToolScope) else scope(ctx)
         run = partial(call_tool, service, params.name, params.arguments or {}, scope=where)
-        # A worker thread: store and recall work block, and over HTTP one event loop carries
-        # every request, so a slow recall must not hold up the others.
-        return await anyio.to_thread.run_sync(run)
+        # Store and recall work block: a loop that carries other requests (stdio's, the HTTP
+        # endpoint's shared one) hands it to a worker thread, so a slow recall holds up no one.
+        return await run_blocking(run)
 
     return Server(
         "jido-kg",
         version="0.1.0",
         instructions=instructions,
+        # Without this lookup the SDK runs a whole tools/list through its dispatcher on every
+        # tools/call over HTTP, only to find the tool's schema (for Mcp-Param-* headers).
+        get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
         on_call_tool=on_call_tool,
     )
