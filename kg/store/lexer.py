@@ -1,11 +1,15 @@
-"""A small SPARQL tokenizer for the checks that must run before pyoxigraph sees user text.
+"""The one SPARQL tokenizer: its terminals as compiled patterns, the token stream, clause helpers.
 
-It is not a parser: it tells keywords from IRIs, prefixed names, variables, strings and
-comments, which is all the SERVICE/LOAD guard, the FROM scan and the USING rewrite need.
+Every check that reads SPARQL text before pyoxigraph does goes through these patterns: the
+nesting guard (kg.store.guard), the SERVICE/LOAD check, the FROM scan, the USING rewrite and the
+remote backend's rewrites (kg.store.sparql_terms). `tokenize` follows the SPARQL 1.1 grammar's
+terminals: `<` starts an IRI only when IRIREF matches (no space, `<>"{}|^`\\` up to `>`; `\\u`
+escapes allowed, as pyoxigraph allows them), otherwise it is an operator.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -14,6 +18,14 @@ from urllib.parse import urljoin
 from kg.errors import ValidationError
 
 __all__ = [
+    "COMMENT",
+    "IRI",
+    "LANGTAG",
+    "NAME",
+    "NUMBER",
+    "STRING",
+    "VAR",
+    "WORD",
     "Token",
     "TokenKind",
     "dataset_clauses",
@@ -21,79 +33,91 @@ __all__ = [
     "prefixes",
     "query_form",
     "resolve",
-    "string_end",
     "tokenize",
     "with_using",
 ]
 
-TokenKind = Literal["iri", "word", "var", "string", "punct"]
+TokenKind = Literal["iri", "word", "var", "string", "number", "langtag", "punct"]
 
-# Characters of keywords, prefixed names and numbers (PN_CHARS plus ':' '.' '%' '\\').
-_WORD_EXTRA = frozenset("_-:.%\\")
+# Character classes of the grammar (PN_CHARS_BASE, PN_CHARS_U, PN_CHARS, VARNAME's tail).
+_BASE = ("A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u02ff\u0370-\u037d\u037f-\u1fff"
+         "\u200c-\u200d\u2070-\u218f\u2c00-\u2fef\u3001-\ud7ff\uf900-\ufdcf\ufdf0-\ufffd"
+         "\U00010000-\U000effff")
+_U = _BASE + "_"
+_TAIL = "0-9\u00b7\u0300-\u036f\u203f-\u2040"
+_CHARS = _U + "\\-" + _TAIL
+_PLX = r"%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%]"
+_PREFIX = f"[{_BASE}](?:[{_CHARS}.]*[{_CHARS}])?"
+_LOCAL = f"(?:[{_U}:0-9]|{_PLX})(?:(?:[{_CHARS}.:]|{_PLX})*(?:[{_CHARS}:]|{_PLX}))?"
+_IRI_CHAR = '[^\\x00-\\x20<>"{}|^`\\\\]'
+_UCHAR = r"\\(?:u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8})"
+
+
+def _long(q: str) -> str:
+    # Up to two quotes may precede any other character; an unclosed one runs to the end.
+    body = f"[^{q}\\\\]*+(?:(?:\\\\[\\s\\S]|{q}(?!{q * 2}))[^{q}\\\\]*+)*+"
+    return f"{q * 3}{body}(?:{q * 3}|[\\s\\S]*+)"
+
+
+def _short(q: str) -> str:
+    # An unclosed short string ends at the line end, where pyoxigraph stops with an error.
+    return f"{q}[^{q}\\\\\\r\\n]*+(?:\\\\[^\\r\\n][^{q}\\\\\\r\\n]*+)*+{q}?"
+
+
+# The terminals, as pattern source for the scanners built from them (atomic: no backtracking).
+STRING = f"(?>{_long(chr(39))}|{_long(chr(34))}|{_short(chr(39))}|{_short(chr(34))})"
+IRI = f"(?><{_IRI_CHAR}*+(?:{_UCHAR}{_IRI_CHAR}*+)*+>)"
+COMMENT = r"#[^\r\n]*+"
+VAR = f"(?>[?$][{_U}0-9][{_U}{_TAIL}]*+)"
+NAME = f"(?>(?:{_PREFIX})?:(?:{_LOCAL})?|_:[{_U}0-9](?:[{_CHARS}.]*[{_CHARS}])?)"
+WORD = "(?>[A-Za-z][A-Za-z0-9_]*+)"
+NUMBER = r"(?>(?:[0-9]++(?:\.[0-9]*+)?|\.[0-9]++)(?:[eE][+-]?[0-9]++)?)"
+LANGTAG = r"(?>@[a-zA-Z]++(?:-[a-zA-Z0-9]++)*+(?:--[a-zA-Z]++)?)"
+
+_TOKEN = re.compile(
+    f"(?P<space>\\s++|{COMMENT})|(?P<string>{STRING})|(?P<iri>{IRI})|(?P<var>{VAR})"
+    f"|(?P<number>{NUMBER})|(?P<word>{NAME}|{WORD})|(?P<langtag>{LANGTAG})"
+    r"|(?P<punct><<|>>|<=|>=|!=|&&|\|\||\^\^|\\[\s\S]|[\s\S])"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Token:
-    """One lexical token: its kind, its text (an IRI without brackets) and where it starts."""
+    """One lexical token: its kind, its text (an IRI without brackets) and where it lies."""
 
     kind: TokenKind
     text: str
     start: int
+    end: int
 
     def is_keyword(self, *names: str) -> bool:
         """Tell whether this is one of the keywords `names` (case-insensitive)."""
         return self.kind == "word" and self.text.upper() in names
 
 
-def tokenize(text: str) -> Iterator[Token]:
-    """Yield the tokens of SPARQL text; comments and whitespace are skipped."""
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-        elif c == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end + 1
-        elif c == "<":
-            end = i + 1
-            while end < n and text[end] not in "<>\"{}|^`\\ \t\r\n":
-                end += 1
-            if end < n and text[end] == ">":
-                yield Token("iri", text[i + 1 : end], i)
-                i = end + 1
-            else:
-                yield Token("punct", c, i)
-                i += 1
-        elif c in "\"'":
-            end = string_end(text, i)
-            yield Token("string", text[i:end], i)
-            i = end
-        elif c in "?$" and i + 1 < n and _is_word_char(text[i + 1]):
-            end = i + 1
-            while end < n and _is_word_char(text[end]):
-                end += 1
-            yield Token("var", text[i:end], i)
-            i = end
-        elif _is_word_char(c) or c == ":":
-            end = i
-            while end < n and (_is_word_char(text[end]) or text[end] in _WORD_EXTRA):
-                end += 1
-            # A trailing '.' ends a triple; it is not part of the name.
-            while end > i + 1 and text[end - 1] == ".":
-                end -= 1
-            yield Token("word", text[i:end], i)
-            i = end
+def tokenize(text: str, *, start: int = 0, end: int | None = None) -> Iterator[Token]:
+    """Yield the tokens of SPARQL text (or of `text[start:end]`), skipping spaces and comments."""
+    stop = len(text) if end is None else end
+    match = _TOKEN.match
+    at = start
+    while at < stop:
+        found = match(text, at, stop)
+        assert found is not None  # the last alternative matches any character
+        kind = found.lastgroup
+        at = found.end()
+        if kind == "space":
+            continue
+        if kind == "iri":
+            yield Token("iri", text[found.start() + 1:at - 1], found.start(), at)
         else:
-            yield Token("punct", c, i)
-            i += 1
+            yield Token(kind, found.group(), found.start(), at)  # type: ignore[arg-type]
 
 
 def prefixes(tokens: list[Token]) -> dict[str, str]:
     """Return the PREFIX declarations of the prologue(s) as {prefix: namespace IRI}."""
     found: dict[str, str] = {}
     for k, token in enumerate(tokens[:-2]):
-        if token.is_keyword("PREFIX", "@PREFIX") and tokens[k + 1].kind == "word":
+        if token.is_keyword("PREFIX") and tokens[k + 1].kind == "word":
             name, iri = tokens[k + 1].text, tokens[k + 2]
             if name.endswith(":") and iri.kind == "iri":
                 found[name[:-1]] = iri.text
@@ -140,9 +164,9 @@ def dataset_clauses(text: str, *, base: str | None = None) -> tuple[list[str], l
     k = 0
     while k < len(tokens):
         token = tokens[k]
-        if token.kind == "punct" and token.text == "{":
+        if token.text == "{" and token.kind == "punct":
             depth += 1
-        elif token.kind == "punct" and token.text == "}":
+        elif token.text == "}" and token.kind == "punct":
             depth -= 1
         elif depth == 0 and token.is_keyword("FROM") and k + 1 < len(tokens):
             is_named = tokens[k + 1].is_keyword("NAMED")
@@ -175,9 +199,9 @@ def with_using(text: str, *, default: list[str], named: list[str]) -> str:
     cuts: list[int] = []
     depth = 0
     for k, token in enumerate(tokens):
-        if token.kind == "punct" and token.text == "{":
+        if token.text == "{" and token.kind == "punct":
             depth += 1
-        elif token.kind == "punct" and token.text == "}":
+        elif token.text == "}" and token.kind == "punct":
             depth -= 1
         elif depth == 0 and token.is_keyword("WHERE") and k > 0 and tokens[k - 1].text == "}":
             # Only a WHERE after an INSERT/DELETE template; the DELETE WHERE short form has none.
@@ -186,25 +210,3 @@ def with_using(text: str, *, default: list[str], named: list[str]) -> str:
         text = f"{text[:at]}{clause} {text[at:]}"
     return text
 
-
-def _is_word_char(c: str) -> bool:
-    return c.isalnum() or c == "_" or ord(c) > 0x7F
-
-
-def string_end(text: str, start: int) -> int:
-    """Return the index just past the string literal starting at `start`."""
-    quote = text[start]
-    long = text.startswith(quote * 3, start)
-    delimiter = quote * 3 if long else quote
-    i = start + len(delimiter)
-    n = len(text)
-    while i < n:
-        if text[i] == "\\":
-            i += 2
-            continue
-        if text.startswith(delimiter, i):
-            return i + len(delimiter)
-        if not long and text[i] in "\r\n":
-            return i
-        i += 1
-    return n

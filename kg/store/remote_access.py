@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from kg.errors import PermissionDeniedError
-from kg.store.lexer import Token, prefixes, resolve, tokenize
+from kg.store.guard import measure
+from kg.store.lexer import Token, mentions_keyword, prefixes, resolve, tokenize
 
 __all__ = ["RemoteAccessDeniedError", "check_remote_access", "remote_targets"]
 
@@ -38,6 +39,14 @@ def check_remote_access(
     text: str, *, allowed: Sequence[str], base: str | None = None
 ) -> None:
     """Raise RemoteAccessDeniedError unless every SERVICE/LOAD target starts with an allowed IRI."""
+    if mentions_keyword(text, "SERVICE", "LOAD") and measure(text).divergent:
+        # pyoxigraph may read a '<' as less-than where the tokens read an IRI, and so see a
+        # SERVICE or LOAD that the tokens put inside a string or a comment.
+        raise RemoteAccessDeniedError(
+            "SERVICE and LOAD are refused in a text where a '<' after a value could be read "
+            "both as less-than and as an IRI: put a space after each less-than",
+            details={"keyword": None, "target": None, "allowed": list(allowed)},
+        )
     for keyword, iri in remote_targets(text, base=base):
         if iri is None or not _allowed(iri, allowed):
             shown = iri if iri is not None else "a variable or unresolvable name"

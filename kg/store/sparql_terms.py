@@ -17,15 +17,12 @@ from pyoxigraph import BlankNode, DefaultGraph, Literal, NamedNode, Quad, Triple
 
 from kg.errors import ValidationError
 from kg.store.base import GraphName, Term
-from kg.store.lexer import string_end
+from kg.store.lexer import Token, tokenize
 
 __all__ = ["bind_values", "data_update", "graph_text", "scope_graphs", "term_json",
            "term_text"]
 
 _VARNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_:\-]*")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_AS = re.compile(r"\bAS\s*\Z", re.IGNORECASE)
 _FORMS = frozenset({"SELECT", "ASK", "CONSTRUCT", "DESCRIBE"})
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 
@@ -143,10 +140,10 @@ def bind_values(sparql: str, substitutions: Mapping[str, Term]) -> str:
         if len(after) < 2:
             raise ValidationError("cannot bind values: the query has no WHERE pattern")
         start, end = after[1]
-    inner = sparql[start + 1:end]
-    if re.match(r"\s*(#[^\n]*\n\s*)*SELECT\b", inner, re.IGNORECASE):
+    first = next(tokenize(sparql, start=start + 1, end=end), None)
+    if first is not None and first.is_keyword("SELECT"):
         # A sub-select must be alone in its group: wrap it in one more group.
-        return sparql[:start + 1] + values + "{" + inner + "}" + sparql[end:]
+        return sparql[:start + 1] + values + "{" + sparql[start + 1:end] + "}" + sparql[end:]
     return sparql[:start + 1] + values + sparql[start + 1:]
 
 
@@ -156,58 +153,40 @@ def _outline(text: str) -> _Outline:
     depth = parens = 0
     opened = -1
     in_projection = False
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "{":
+    previous: Token | None = None
+    for token in tokenize(text):
+        t = token.text
+        if _is(token, "{"):
             if depth == 0:
-                opened = i
-                in_projection = False
+                opened, in_projection = token.start, False
             depth += 1
-        elif c == "}":
+        elif _is(token, "}"):
             depth -= 1
             if depth == 0 and opened >= 0:
-                out.groups.append((opened, i))
-        elif c == "#":
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif c == "<":
-            # IRIs hold no spaces, quotes or braces; a '<' followed by one is an operator.
-            end = i + 1
-            while end < n and text[end] not in '> \t\r\n{}"<':
-                end += 1
-            if end < n and text[end] == ">":
-                i = end
-        elif c in "\"'":
-            i = string_end(text, i) - 1
-        elif c in "?$":
-            name = _NAME.match(text, i + 1)
-            if name is not None:
-                aliased = parens > 0 and _AS.search(text, max(0, i - 16), i) is not None
-                if depth == 0 and in_projection and (parens == 0 or aliased):
-                    # `?v` or `(expr AS ?v)` in the projection.
-                    out.projected.add(name.group(0))
-                i = name.end() - 1
-        elif depth == 0 and c == "(":
-            parens += 1
-        elif depth == 0 and c == ")":
-            parens -= 1
-        elif depth == 0 and c == "*" and in_projection and parens == 0:
-            out.projection_star = True
-        elif depth == 0 and (c.isalpha() or c == "_") and (i == 0 or not text[i - 1].isalnum()):
-            word_match = _WORD.match(text, i)
-            assert word_match is not None
-            word_text = word_match.group(0).upper()
-            out.words.append((i, word_text))
-            if word_text in _FORMS and not out.form:
-                out.form = word_text
-                out.form_end = word_match.end()
-                in_projection = word_text == "SELECT"
-            elif word_text in {"WHERE", "FROM"}:
+                out.groups.append((opened, token.start))
+        elif depth > 0:
+            pass
+        elif token.kind == "var":
+            aliased = parens > 0 and previous is not None and previous.is_keyword("AS")
+            if in_projection and (parens == 0 or aliased):
+                out.projected.add(t[1:])  # `?v` or `(expr AS ?v)` in the projection
+        elif token.kind == "punct":
+            parens += (t == "(") - (t == ")")
+            out.projection_star |= t == "*" and in_projection and parens == 0
+        elif token.kind == "word":
+            word = t.upper()
+            out.words.append((token.start, word))
+            if word in _FORMS and not out.form:
+                out.form, out.form_end = word, token.end
+                in_projection = word == "SELECT"
+            elif word in ("WHERE", "FROM"):
                 in_projection = False
-            i = word_match.end() - 1
-        i += 1
+        previous = token
     return out
+
+
+def _is(token: Token, punct: str) -> bool:
+    return token.kind == "punct" and token.text == punct
 
 
 def scope_graphs(sparql: str, hidden: Sequence[NamedNode], *, update: bool = False) -> str:
@@ -242,75 +221,42 @@ def scope_graphs(sparql: str, hidden: Sequence[NamedNode], *, update: bool = Fal
 def _scope(text: str, start: int, end: int, hidden: Sequence[NamedNode],
            names: Iterator[int]) -> str:
     out: list[str] = []
-    done = i = start
-    while i < end:
-        skipped = _skip_token(text, i)
-        if skipped != i:
-            i = skipped + 1
+    done = start
+    tokens = list(tokenize(text, start=start, end=end))
+    k = 0
+    while k < len(tokens):
+        graph, k = tokens[k], k + 1
+        if not graph.is_keyword("GRAPH") or k + 1 >= len(tokens) or not _is(tokens[k + 1], "{"):
             continue
-        word = _WORD.match(text, i) if text[i].isalpha() else None
-        if word is None or (i > 0 and (text[i - 1].isalnum() or text[i - 1] in "_:")):
-            i += 1
+        term = tokens[k]
+        if term.kind not in ("var", "iri") and not (term.kind == "word" and ":" in term.text):
             continue
-        i = word.end()
-        if word.group(0).upper() != "GRAPH":
+        close = _matching_brace(tokens, k + 1)
+        if close < 0:
             continue
-        term = _GRAPH_TERM.match(text, i)
-        if term is None:
-            continue
-        open_at = term.end() - 1
-        close_at = _matching_brace(text, open_at, end)
-        if close_at < 0:
-            continue
-        body = _scope(text, open_at, close_at + 1, hidden, names)
-        name = term.group(1)
-        if name[0] in "?$":
+        close_at = tokens[close].start
+        body = _scope(text, tokens[k + 1].start, close_at + 1, hidden, names)
+        name = text[term.start:term.end]
+        if term.kind == "var":
             excluded = ", ".join(str(g) for g in hidden)
             wrapped = f"{{ GRAPH {name} {body} FILTER({name} NOT IN ({excluded})) }}" \
                 if hidden else f"GRAPH {name} {body}"
         else:
             var = f"?__kg_g{next(names)}"
             wrapped = f"{{ VALUES {var} {{ {name} }} GRAPH {var} {body} }}"
-        out.append(text[done:word.start()] + wrapped)
-        done = i = close_at + 1
+        out.append(text[done:graph.start] + wrapped)
+        done, k = close_at + 1, close + 1
     return "".join(out) + text[done:end]
 
 
-# What follows GRAPH in a pattern: a variable, an IRI or a prefixed name, then the group.
-_GRAPH_TERM = re.compile(
-    r"\s*([?$][A-Za-z0-9_]+|<[^<>\"{}|^`\\\s]*>|[A-Za-z0-9_\-.]*:[^\s{}]*)\s*\{")
-
-
-def _skip_token(text: str, i: int) -> int:
-    """Return the last index of a comment, string, IRI or variable starting at `i`, else `i`."""
-    c = text[i]
-    if c == "#":
-        found = text.find("\n", i)
-        return len(text) - 1 if found < 0 else found
-    if c in "\"'":
-        return string_end(text, i) - 1
-    if c == "<":
-        iri = re.match(r"<[^<>\"{}|^`\\\s]*>", text[i:])
-        return i + iri.end() - 1 if iri else i
-    if c in "?$":
-        name = _NAME.match(text, i + 1)
-        return name.end() - 1 if name else i
-    return i
-
-
-def _matching_brace(text: str, open_at: int, end: int) -> int:
+def _matching_brace(tokens: list[Token], open_at: int) -> int:
+    """The index of the token closing the `{` at `open_at` (-1 if it is never closed)."""
     depth = 0
-    i = open_at
-    while i < end:
-        skipped = _skip_token(text, i)
-        if skipped != i:
-            i = skipped + 1
-            continue
-        if text[i] == "{":
+    for k in range(open_at, len(tokens)):
+        if _is(tokens[k], "{"):
             depth += 1
-        elif text[i] == "}":
+        elif _is(tokens[k], "}"):
             depth -= 1
             if depth == 0:
-                return i
-        i += 1
+                return k
     return -1
