@@ -1,4 +1,4 @@
-"""Between a parsed HTTP request and the WSGI app: its environ, and the app's whole response."""
+"""Between a parsed HTTP request and the WSGI app: its environ, and the app's response."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote_to_bytes
 
 from api.errors import error_body
@@ -14,14 +14,53 @@ from api.errors import error_body
 if TYPE_CHECKING:
     from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
 
-__all__ = ["Answer", "Request", "Shortcut", "collect", "environ_of", "refusal"]
+__all__ = [
+    "SENT",
+    "Answer",
+    "Begin",
+    "BrokenStreamError",
+    "Request",
+    "Shortcut",
+    "StreamWriter",
+    "TakenOverError",
+    "collect",
+    "environ_of",
+    "refusal",
+    "respond",
+]
 
-# A finished response: status, headers (name, value), body.
-Answer = tuple[int, list[tuple[str, str]], bytes]
-# Answers a request in the calling thread, or returns None to let the WSGI app take it; the
-# callable it is given writes an answer on the connection from another thread (a 504 at the
-# deadline of a query that is still running).
-Shortcut = Callable[["WSGIEnvironment", Callable[[Answer], None]], Answer | None]
+# A response: status, headers (name, value), body. A body of bytes is all of it; any other
+# iterable has no known length and goes out as it comes (then closed, if it has close()).
+Answer = tuple[int, list[tuple[str, str]], bytes | Iterable[bytes]]
+# What a shortcut returns when it has streamed its answer through `Begin` already.
+SENT: Answer = (200, [], b"")
+
+
+class StreamWriter(Protocol):
+    """The body of a response whose head went out: written in pieces as they come."""
+
+    def write(self, data: bytes) -> None:
+        """Send one piece; raises OSError once the client is gone."""
+
+    def cut(self, last: bytes) -> None:
+        """From any thread: send `last` if the line is free, and close with the body unended."""
+
+
+# Sends the head of a streamed answer (status, headers without a length) and returns its body.
+Begin = Callable[[int, list[tuple[str, str]]], StreamWriter]
+# Answers a request in the calling thread, or returns None to let the WSGI app take it. The
+# first callable it is given writes an answer on the connection from another thread (a 504 at
+# the deadline of a query that is still running); the second begins a streamed answer (the
+# shortcut then returns SENT once its body is complete).
+Shortcut = Callable[["WSGIEnvironment", Callable[[Answer], None], Begin], Answer | None]
+
+
+class TakenOverError(Exception):
+    """Raised by a shortcut whose request was answered by the watchdog (at its deadline)."""
+
+
+class BrokenStreamError(Exception):
+    """Raised by a shortcut whose streamed answer failed after its head: close, body unended."""
 
 
 @dataclass(slots=True)
@@ -42,8 +81,8 @@ def refusal(status: int, code: str, message: str) -> Answer:
     return status, [("Content-Type", "application/json")], error_body(status, code, message)
 
 
-def collect(app: WSGIApplication, environ: WSGIEnvironment) -> Answer:
-    """Call a WSGI app and gather its whole response, in the calling thread."""
+def respond(app: WSGIApplication, environ: WSGIEnvironment) -> Answer:
+    """Call a WSGI app in the calling thread; a body of unknown length is left to iterate."""
     started: list[Any] = []
     chunks: list[bytes] = []
 
@@ -53,18 +92,44 @@ def collect(app: WSGIApplication, environ: WSGIEnvironment) -> Answer:
         return chunks.append
 
     iterable: Iterable[bytes] = app(environ, start_response)
-    try:
-        chunks.extend(iterable)
-    finally:
-        close = getattr(iterable, "close", None)
-        if close is not None:
-            close()
     status, headers = started
-    return int(status[:3]), headers, b"".join(chunks)
+    code = int(status[:3])
+    if chunks or isinstance(iterable, list | tuple) or not _streams(code, headers):
+        try:
+            chunks.extend(iterable)
+        finally:
+            _close(iterable)
+        return code, headers, b"".join(chunks)
+    return code, headers, iterable
+
+
+def collect(app: WSGIApplication, environ: WSGIEnvironment) -> tuple[
+        int, list[tuple[str, str]], bytes]:
+    """Call a WSGI app and gather its whole response, in the calling thread."""
+    status, headers, body = respond(app, environ)
+    if isinstance(body, bytes):
+        return status, headers, body
+    try:
+        return status, headers, b"".join(body)
+    finally:
+        _close(body)
+
+
+def _streams(status: int, headers: list[tuple[str, str]]) -> bool:
+    """Whether a response goes out as it comes: one with a body and no Content-Length."""
+    if status < 200 or status in (204, 304):
+        return False
+    return not any(name.lower() == "content-length" for name, _ in headers)
+
+
+def _close(iterable: object) -> None:
+    close = getattr(iterable, "close", None)
+    if close is not None:
+        close()
 
 
 def environ_of(request: Request, *, server: tuple[str, int],
-           client: tuple[Any, ...]) -> dict[str, Any]:
+               client: tuple[Any, ...]) -> dict[str, Any]:
     """The request's WSGI environ (PEP 3333: strings are bytes decoded as latin-1)."""
     path, _, query = request.url.partition(b"?")
     if path.startswith((b"http://", b"https://")):  # absolute form: keep the path only

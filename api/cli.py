@@ -80,12 +80,24 @@ def cli() -> None:
 @click.option("--store", "store", help=_STORE_HELP)
 @click.option("--threads", type=int,
               help="Requests in the app at once, and query workers [env KG_THREADS; default 8].")
-def serve(host: str | None, port: int | None, store: str | None, threads: int | None) -> None:
-    """Run the HTTP service (SPARQL endpoint, memory API, ontology) until interrupted."""
-    from api.server import bind
-    from api.server import serve as run
+@click.option("--allow-anonymous-read", is_flag=True, default=False,
+              help="Serve reads without a token even on an address beyond loopback "
+                   "[env KG_ANONYMOUS_READ=true].")
+def serve(host: str | None, port: int | None, store: str | None, threads: int | None,
+          allow_anonymous_read: bool) -> None:
+    """Run the HTTP service (SPARQL endpoint, memory API, ontology) until interrupted.
 
-    settings = _settings(host=host, port=port, store=store, threads=threads, index=True)
+    A supervisor process holds the port and runs the service in a worker process, which it
+    replaces when a query cannot be stopped otherwise (docs/sparql.md).
+    """
+    from api.exposure import check_exposure
+    from api.server import bind
+    from api.supervisor import supervise
+
+    settings = _settings(host=host, port=port, store=store, threads=threads, index=True,
+                         anonymous_read=True if allow_anonymous_read else None)
+    check_exposure(settings, environ=os.environ, allowed=allow_anonymous_read,
+                   host_option=host is not None)
     # Bound before anything is created: a port in use leaves no store directory behind.
     address = f"[{settings.host}]:{settings.port}" if ":" in settings.host else \
         f"{settings.host}:{settings.port}"
@@ -96,7 +108,9 @@ def serve(host: str | None, port: int | None, store: str | None, threads: int | 
             raise StartupError(f"{address} is already in use; choose another port with "
                                "--port or KG_PORT") from None
         raise StartupError(f"cannot listen on {address}: {exc.strerror or exc}") from None
-    run(settings, listener=listener)
+    status = supervise(settings, listener)
+    if status:
+        raise SystemExit(status)
 
 
 def _read_quads(path: Path, fmt: RdfFormat, graph: NamedNode | None) -> Iterator[Quad]:

@@ -5,11 +5,17 @@ runs here without any hand-off (the fast path), anything else through the WSGI a
 read whole before the app runs (spooled to disk past 1 MiB); one larger than the app's cap is
 refused from its Content-Length without being read. At a query's deadline the watchdog answers
 504 for it on this socket, and this thread closes the connection once the query ends.
+
+A response of unknown length (a large query result) goes out as it is produced: chunked to an
+HTTP/1.1 client, delimited by closing the connection for HTTP/1.0. One that fails after its
+head is cut: the connection closes without the last chunk, which every HTTP/1.1 client reports
+as an incomplete body.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import struct
 import tempfile
@@ -17,17 +23,33 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from email.utils import formatdate
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httptools
 
-from api.bridge import Answer, Request, Shortcut, collect, environ_of, refusal
+from api.bridge import (
+    SENT,
+    Answer,
+    BrokenStreamError,
+    Request,
+    Shortcut,
+    TakenOverError,
+    environ_of,
+    refusal,
+    respond,
+)
+from api.wire import Wire
+from kg.errors import KgError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from _typeshed.wsgi import WSGIApplication
 
-__all__ = ["Connection", "Limits", "TakenOverError"]
+__all__ = ["Connection", "Limits"]
+
+log = logging.getLogger("jido_kg.server")
 
 _SPOOL_BYTES = 1024 * 1024
 # After refusing a body by its size, read (and drop) at most this many times the cap of what
@@ -35,12 +57,6 @@ _SPOOL_BYTES = 1024 * 1024
 _LINGER_FACTOR = 4
 _LINGER_SECONDS = 30.0
 _READ_BYTES = 256 * 1024
-_REASONS = {100: "Continue", 200: "OK", 201: "Created", 204: "No Content",
-            400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-            405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict",
-            413: "Content Too Large", 415: "Unsupported Media Type",
-            431: "Request Header Fields Too Large", 500: "Internal Server Error",
-            503: "Service Unavailable", 504: "Gateway Timeout"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +66,6 @@ class Limits:
     max_head_bytes: int
     max_body_bytes: int
     idle_seconds: float
-
-
-class TakenOverError(Exception):
-    """Raised by a shortcut whose request was answered by the watchdog (at its deadline)."""
 
 
 class _Stop(Exception):
@@ -78,9 +90,7 @@ class Connection:
         self._parser = httptools.HttpRequestParser(self)
         self._request = Request()
         self._ready: deque[Request] = deque()
-        self._write = threading.Lock()
-        self._taken = False  # the watchdog answered for a request: nothing more goes out
-        self._answered = threading.Event()
+        self.wire = Wire(sock)
         self._head = 0
 
     # -- the thread's loop ---------------------------------------------------------------------
@@ -97,7 +107,9 @@ class Connection:
             self.sock.settimeout(None)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
-            while not self.stopping.is_set() and self._serve_once():
+            # At a stop, answers say "Connection: close" and idle sockets are shut: a request
+            # already on its way still gets its answer rather than a dropped connection.
+            while self._serve_once():
                 pass
         finally:
             self.close()
@@ -122,13 +134,13 @@ class Connection:
             if stop.request is not None:
                 self._respond(stop.request, keep_alive=False)
             elif stop.answer is not None:
-                self._send(stop.answer, head_only=False, keep_alive=False)
+                self.wire.send_answer(stop.answer, head_only=False, keep_alive=False)
             if stop.unread:
                 self._linger(stop.unread)
             return False
         except httptools.HttpParserError as exc:
             self._answer_ready()
-            self._send(refusal(400, "bad_http_request",
+            self.wire.send_answer(refusal(400, "bad_http_request",
                                f"not a valid HTTP/1.1 request: {exc}"), head_only=False,
                        keep_alive=False)
             return False
@@ -160,8 +172,7 @@ class Connection:
 
     def close(self) -> None:
         """Close the socket (once any answer being written is out)."""
-        with self._write, contextlib.suppress(OSError):
-            self.sock.close()
+        self.wire.close()
 
     # -- parser callbacks ----------------------------------------------------------------------
 
@@ -196,7 +207,7 @@ class Connection:
             raise _Stop(request=request,
                         unread=min(length, _LINGER_FACTOR * self.limits.max_body_bytes))
         if (b"expect", b"100-continue") in request.headers:
-            self._send_raw(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self.wire.send(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
         request = self._request
@@ -215,73 +226,64 @@ class Connection:
     # -- answering -----------------------------------------------------------------------------
 
     def _respond(self, request: Request, *, keep_alive: bool) -> bool:
-        """Answer one request; False if the watchdog took the connection over meanwhile."""
+        """Answer one request; False once the connection must close (or was taken over)."""
         environ = environ_of(request, server=self.server, client=self.address)
+        head_only = request.method == "HEAD"
         self.busy = True
+        self.wire.stream = None
         try:
             answer = None
             if self.shortcut is not None and request.method == "GET":
-                answer = self.shortcut(environ, self._overrun)
+                answer = self.shortcut(environ, self._overrun,
+                                       partial(self.wire.begin, version=request.version,
+                                               head_only=False, keep_alive=keep_alive))
             if answer is None:
                 # At most KG_THREADS requests are inside the app at once: more threads in
                 # Python-heavy work (recall, remember) only lengthen each other's GIL waits.
                 with self.app_slots:
-                    answer = collect(self.app, environ)
+                    answer = respond(self.app, environ)
+            if answer is SENT and self.wire.stream is not None:
+                return self.wire.stream.finish()
+            status, headers, body = answer
+            if isinstance(body, bytes):
+                return self.wire.send_answer(answer, head_only=head_only, keep_alive=keep_alive)
+            return self._send_stream(status, headers, body, version=request.version,
+                                     head_only=head_only, keep_alive=keep_alive)
         except TakenOverError:
             # Let the watchdog's answer go out before the socket closes.
-            self._answered.wait(timeout=10)
+            self.wire.answered.wait(timeout=10)
+            return False
+        except BrokenStreamError:
             return False
         finally:
             self.busy = False
             environ["wsgi.input"].close()
-        return self._send(answer, head_only=request.method == "HEAD", keep_alive=keep_alive)
+
+    def _send_stream(self, status: int, headers: list[tuple[str, str]], body: Iterable[bytes],
+                     *, version: str, head_only: bool, keep_alive: bool) -> bool:
+        """Send a body of unknown length as it comes; an error after the head cuts it."""
+        try:
+            writer = self.wire.begin(status, headers, version=version, head_only=head_only,
+                                     keep_alive=keep_alive)
+            if not head_only:
+                for chunk in body:
+                    writer.write(chunk)
+            return writer.finish()
+        except OSError:  # the client is gone
+            return False
+        except KgError:  # the body ends in its cut marker: the app said why
+            return False
+        except Exception:
+            log.exception("a streamed response failed after its head")
+            return False
+        finally:
+            close = getattr(body, "close", None)
+            if close is not None:
+                close()
 
     def _overrun(self, answer: Answer) -> None:
         """Answer for a request whose query is still running (watchdog thread), then close."""
-        try:
-            self._send(answer, head_only=False, keep_alive=False)
-            with self._write:
-                self._taken = True
-                with contextlib.suppress(OSError):
-                    self.sock.shutdown(socket.SHUT_RDWR)
-        finally:
-            self._answered.set()
-
-    def _send(self, answer: Answer, *, head_only: bool, keep_alive: bool) -> bool:
-        status, headers, body = answer
-        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}",
-                 f"Date: {_http_date()}", "Server: jido-kg"]
-        has_length = False
-        for name, value in headers:
-            if name.lower() == "content-length":
-                has_length = True
-            lines.append(f"{name}: {value}")
-        if not has_length and status not in (204, 304) and status >= 200:
-            lines.append(f"Content-Length: {len(body)}")
-        if not keep_alive:
-            lines.append("Connection: close")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        return self._send_raw(head if head_only else head + body)
-
-    def _send_raw(self, data: bytes) -> bool:
-        with self._write:
-            if self._taken:
-                return False
-            try:
-                self.sock.sendall(data)
-            except OSError:
-                return False
-        return True
-
-# The Date header changes once a second; formatting it per response costs more than a query.
-_date: list[Any] = [0, ""]
-
-
-def _http_date() -> str:
-    now = int(time.time())
-    if _date[0] != now:
-        _date[:] = [now, formatdate(now, usegmt=True)]
-    return str(_date[1])
+        self.wire.take_over(answer)
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:

@@ -15,7 +15,7 @@ from api.sparql import executor
 from kg.errors import NotFoundError, PermissionDeniedError, QuerySyntaxError, ValidationError
 from kg.graphs import project_of_graph
 from kg.store.base import GraphName
-from kg.store.guard import check_nesting
+from kg.store.guard import check_rdf_nesting
 
 __all__ = ["blueprint"]
 
@@ -177,9 +177,10 @@ def _body_quads(graph: GraphName) -> list[Quad]:
 
 
 def _parse(data: bytes, fmt: RdfFormat, base: str, graph: GraphName) -> list[Quad]:
-    if fmt == RdfFormat.JSON_LD:
-        # pyoxigraph's JSON-LD parser recurses per nesting level (5,000 levels segfault).
-        check_nesting(data.decode("utf-8", errors="replace"))
+    if fmt != RdfFormat.RDF_XML:
+        # Nested triple terms `<<( <<( ...` in the Turtle family (1,000,000 levels segfault on a
+        # 256 MiB stack) and deep JSON-LD objects make pyoxigraph recurse once per level.
+        check_rdf_nesting(data.decode("utf-8", errors="replace"))
     try:
         return _parsed(data, fmt, base, graph)
     except SyntaxError as exc:

@@ -10,6 +10,7 @@ from flask import request
 from pyoxigraph import NamedNode
 
 from api.errors import UnsupportedMediaTypeError
+from api.url_form import form_fields
 from kg.errors import ValidationError
 from kg.settings import Settings
 
@@ -42,7 +43,12 @@ def read_operation(settings: Settings, *, only: str | None = None) -> Operation 
     _check_charset()
     url_params = _pairs(request.query_string.decode("latin-1"))
     if media_type == _FORM:
-        body = _pairs(_utf8(request.get_data(cache=True)))
+        raw = request.get_data(cache=True)
+        _utf8(raw)  # a non-UTF-8 body is refused as before, with its position
+        try:
+            body = form_fields(raw)
+        except UnicodeDecodeError:
+            raise ValidationError("the URL-encoded parameters are not valid UTF-8") from None
         kinds = [k for k in ("query", "update") if k in body]
         if len(kinds) != 1:
             raise ValidationError("a form POST needs exactly one 'query' or 'update' field")

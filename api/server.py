@@ -1,8 +1,10 @@
-"""Runs the app: one process (the store has one writer) and one thread per client connection.
+"""The HTTP server of a worker process: one thread per client connection, on a bound socket.
 
 A thread per connection answers each request where it was read: a small GET query costs no
 hand-off between threads at all, which is what decides throughput under the GIL (see
 docs/benchmarks/sparql.md). Connections beyond `KG_MAX_CONNECTIONS` get a JSON 503 and close.
+`jido-kg serve` runs this in a worker process under a supervisor that owns the socket
+(api/supervisor.py, api/worker.py); `serve` runs it in the calling process instead.
 """
 
 from __future__ import annotations
@@ -10,22 +12,23 @@ from __future__ import annotations
 import contextlib
 import logging
 import select
-import signal
 import socket
-import sys
 import threading
-from types import FrameType
+import time
+from collections.abc import Callable, Collection
+from http import HTTPStatus
+from typing import TYPE_CHECKING
 
 from flask import Flask
 
-from api.app import create_app
-from api.bridge import refusal
+from api.bridge import Shortcut, refusal
+from api.budget import BudgetGate
 from api.connection import Connection, Limits
-from api.housekeeping import Housekeeper, limit_process_memory
-from api.services import close_app
-from api.sparql import fast_path
+from api.fast_path import fast_path
 from kg.settings import Settings
-from kg.store import Store, open_store
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import WSGIApplication
 
 __all__ = ["MAX_HEAD_BYTES", "WORKER_STACK_BYTES", "HttpServer", "bind", "serve"]
 
@@ -38,14 +41,20 @@ WORKER_STACK_BYTES = 256 * 1024 * 1024
 # A long GET query must reach the app (for its JSON 400), so the request line and headers may
 # be long; 2 MiB still bounds what one request head can hold in memory.
 MAX_HEAD_BYTES = 2 * 1024 * 1024
-# Requests in flight when SIGTERM comes get this long to finish.
-_GRACE_SECONDS = 10.0
+# Connections the kernel queues for the worker to accept: while a worker is being replaced,
+# clients wait here (the supervisor holds the socket open).
+BACKLOG = 2048
+_TICK_SECONDS = 0.5  # how long the accept loop sleeps before it looks at `stopping` again
+# How long a draining server still answers a request arriving on a kept-alive connection
+# before it closes the connections that stayed idle (docs/sparql.md, "Processes").
+IDLE_LINGER = 0.5
 
 
 class HttpServer:
     """Accepts connections on a bound socket and serves each in a thread of its own."""
 
-    def __init__(self, settings: Settings, listener: socket.socket, *, app: Flask) -> None:
+    def __init__(self, settings: Settings, listener: socket.socket, *, app: Flask,
+                 gate: BudgetGate | None = None) -> None:
         self.listener = listener
         self.app = app
         self.max_connections = settings.max_connections
@@ -55,7 +64,12 @@ class HttpServer:
         self.stopping = threading.Event()
         self._connections: dict[Connection, threading.Thread] = {}
         self._lock = threading.Lock()
-        self._shortcut = fast_path(app).answer_here
+        shortcut: Shortcut = fast_path(app).answer_here
+        self._wsgi: WSGIApplication = app.wsgi_app
+        if gate is not None:  # the runaway budget (api/budget.py) sees every request first
+            shortcut = gate.wrap_shortcut(shortcut)
+            self._wsgi = gate.wrap_app(self._wsgi)
+        self._shortcut = shortcut
         self._app_slots = threading.BoundedSemaphore(settings.threads)
 
     @property
@@ -64,15 +78,17 @@ class HttpServer:
         host, port = self.listener.getsockname()[:2]
         return str(host), int(port)
 
-    def serve_forever(self) -> None:
-        """Accept until `stop` is called (from a signal handler or another thread)."""
-        self.listener.listen(2048)
+    def serve_forever(self, *, tick: Callable[[], object] | None = None) -> None:
+        """Accept until `stop` is called; `tick` runs between accepts (every 0.5 s at most)."""
+        self.listener.listen(BACKLOG)
         while not self.stopping.is_set():
+            if tick is not None:
+                tick()
             try:
-                readable, _, _ = select.select([self.listener], [], [], 0.5)
+                readable, _, _ = select.select([self.listener], [], [], _TICK_SECONDS)
             except InterruptedError:
                 continue
-            if not readable:
+            if not readable or self.stopping.is_set():
                 continue
             try:
                 sock, address = self.listener.accept()
@@ -86,7 +102,7 @@ class HttpServer:
         if full:
             _refuse(sock, self.max_connections)
             return
-        connection = Connection(sock, address, app=self.app.wsgi_app,
+        connection = Connection(sock, address, app=self._wsgi,
                                 shortcut=self._shortcut, limits=self.limits,
                                 server=self.address, stopping=self.stopping,
                                 app_slots=self._app_slots)
@@ -109,24 +125,52 @@ class HttpServer:
         """Stop accepting; tell every connection to close after its request in flight."""
         self.stopping.set()
 
-    def drain(self, grace: float = _GRACE_SECONDS) -> None:
-        """After `stop`: wake idle connections so they close, and wait for busy ones."""
-        self.listener.close()
+    def drain(self, timeout: float, *, skip: Collection[int] = ()) -> int:
+        """After `stop`: let requests in flight finish within `timeout` s; close the rest.
+
+        A kept-alive connection that sends its next request within the first `IDLE_LINGER`
+        seconds has it answered (with `Connection: close`); one still idle then is closed, so
+        only a request sent at that instant meets a closed connection (unanswered, and not
+        done). Connections served by a thread in `skip` (idents of threads running a runaway
+        query, whose caller has had its 504) are not waited for. Returns how many were still
+        busy at the end.
+        """
+        started = time.monotonic()
+        deadline = started + timeout
+        with contextlib.suppress(OSError):
+            self.listener.close()
         with self._lock:
-            connections = dict(self._connections)
-        for connection in connections:
-            if not connection.busy:
+            connections = {c: t for c, t in self._connections.items() if t.ident not in skip}
+        linger = min(started + IDLE_LINGER, deadline)
+        for thread in connections.values():
+            thread.join(timeout=max(linger - time.monotonic(), 0.0))
+        for connection, thread in connections.items():
+            if thread.is_alive() and not connection.busy and not _readable(connection.sock):
                 with contextlib.suppress(OSError):
                     connection.sock.shutdown(socket.SHUT_RD)
+        busy = 0
         for thread in connections.values():
-            thread.join(timeout=grace)
+            thread.join(timeout=max(deadline - time.monotonic(), 0.0))
+            busy += thread.is_alive()
+        return busy
+
+
+def _readable(sock: socket.socket) -> bool:
+    """True if bytes (or the client's close) wait on the socket."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return bool(readable)
 
 
 def _refuse(sock: socket.socket, limit: int) -> None:
     """Answer a connection over the limit with a JSON 503 and close it."""
     status, headers, body = refusal(503, "too_many_connections",
                                     f"the server holds {limit} connections already; retry later")
-    head = (f"HTTP/1.1 {status} Service Unavailable\r\nContent-Type: {headers[0][1]}\r\n"
+    assert isinstance(body, bytes)
+    head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+            f"Content-Type: {headers[0][1]}\r\n"
             f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
     try:
         sock.settimeout(1.0)
@@ -139,53 +183,20 @@ def _refuse(sock: socket.socket, limit: int) -> None:
 
 def serve(settings: Settings, *, listener: socket.socket | None = None,
           ready: threading.Event | None = None) -> None:
-    """Bind (unless given a bound `listener`), open the store, serve until SIGINT/SIGTERM."""
+    """Serve in this process until SIGINT/SIGTERM (no supervisor: a runaway stops it, drained).
+
+    `jido-kg serve` runs the same server in a worker process under a supervisor instead.
+    """
+    from api.worker import Worker
+
     # The socket first: a port in use must fail before the store directory, the recall index
-    # or anything else exists on disk (a supervisor owning the socket passes it in).
+    # or anything else exists on disk.
     if listener is None:
         listener = bind(settings.host, settings.port)
     try:
-        _serve(settings, listener, ready=ready)
+        Worker(settings, listener).run_here(ready=ready)
     finally:
         listener.close()
-
-
-def _serve(settings: Settings, listener: socket.socket, *,
-           ready: threading.Event | None) -> None:
-    threading.stack_size(WORKER_STACK_BYTES)
-    # Before the store's and the server's threads exist (docs/benchmarks/reliability.md).
-    limit_process_memory(malloc_arenas=settings.malloc_arena_max,
-                         sqlite_heap_mb=settings.sqlite_heap_limit_mb,
-                         mmap_threshold_kb=settings.malloc_mmap_threshold_kb)
-    store: Store = open_store(settings)
-    try:
-        app = create_app(settings, store=store)
-        server = HttpServer(settings, listener, app=app)
-
-        def _stop(signum: int, frame: FrameType | None) -> None:
-            server.stop()
-
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _stop)
-            signal.signal(signal.SIGINT, _stop)
-        host, port = server.address
-        where = settings.store if settings.in_memory else str(settings.store_path)
-        print(f"jido-kg serving http://{host}:{port}/ (store: {where})", file=sys.stderr)
-        sys.stderr.flush()
-        if ready is not None:
-            ready.set()
-        # Bounds resident memory under writes (docs/benchmarks/reliability.md, memory under soak).
-        housekeeper = Housekeeper(store, interval=settings.store_flush_interval,
-                                  flush_bytes=settings.store_flush_mb * 1024 * 1024).start()
-        try:
-            server.serve_forever()
-        finally:
-            server.stop()
-            server.drain()
-            housekeeper.stop()
-            close_app(app)
-    finally:
-        store.close()
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -21,6 +21,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "StoreUnavailableError",
+    "UpstreamError",
     "ValidationError",
     "http_status",
 ]
@@ -103,6 +104,12 @@ class QueryTimeoutError(StoreError):
     code = "query_timeout"
 
 
+class UpstreamError(KgError):
+    """A remote the store had to fetch from (SERVICE, LOAD) failed or could not be reached."""
+
+    code = "upstream_error"
+
+
 class OntologyCheckError(KgError):
     """The ontology check found problems or could not run."""
 
@@ -119,6 +126,7 @@ HTTP_STATUS: dict[type[KgError], int] = {
     ConflictError: 409,
     PayloadTooLargeError: 413,
     QueryTimeoutError: 504,
+    UpstreamError: 502,
     StoreUnavailableError: 503,
     StoreError: 500,
     KgError: 500,

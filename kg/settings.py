@@ -120,6 +120,37 @@ class Settings(BaseSettings):
         description="IRI prefixes non-admins may reach with SERVICE or LOAD ([] = none).",
     )
 
+    # --- supervisor and worker process (api/supervisor.py, api/worker.py, api/budget.py) -------
+    runaway_grace: float = Field(
+        default=2.0, ge=0, le=60,
+        description="Seconds a query may go on past its time limit (its caller has had the 504) "
+        "before the worker process is replaced to stop it.",
+    )
+    drain_timeout: float = Field(
+        default=5.0, gt=0, le=300,
+        description="Seconds a worker being replaced gives requests in flight to finish; the "
+        "supervisor kills it 2 s after that.",
+    )
+    shutdown_timeout: float = Field(
+        default=10.0, gt=0, le=3600,
+        description="Seconds SIGTERM or SIGINT gives requests in flight before every process of "
+        "the service is stopped.",
+    )
+    runaway_budget: int = Field(
+        default=2, ge=1, le=1000,
+        description="Runaway queries one caller (token, or client address without one) may cause "
+        "within KG_RUNAWAY_BUDGET_WINDOW; once it has, its SPARQL requests get 429 until the "
+        "oldest ages out.",
+    )
+    runaway_budget_window: float = Field(
+        default=600.0, gt=0, le=86400, description="Seconds over which runaways are charged."
+    )
+    session_snapshot_interval: float = Field(
+        default=5.0, gt=0, le=3600,
+        description="Seconds between snapshots of open sessions, restored by a new worker; a "
+        "crash loses at most this much session state.",
+    )
+
     # --- store backend (kg/store/remote.py): an external SPARQL 1.1 server instead --------------
     # backend "embedded" (default) uses `store`; "remote" talks SPARQL 1.1 Query/Update/Graph Store.
     backend: Literal["embedded", "remote"] = Field(

@@ -127,7 +127,20 @@ class RunningServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def pids(self) -> list[int]:
+        """The supervisor's pid and its descendants' (the worker holding the store)."""
+        found, todo = [], [self.process.pid]
+        while todo:
+            pid = todo.pop()
+            try:
+                todo += map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+            except OSError:
+                continue
+            found.append(pid)
+        return found
+
     def stop(self) -> None:
+        workers = self.pids()[1:]
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -135,9 +148,23 @@ class RunningServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        # A worker dies with its supervisor; wait for that, so its store's lock is free.
+        deadline = time.monotonic() + 15
+        while any(map(alive, workers)) and time.monotonic() < deadline:
+            time.sleep(0.02)
         if self.database is not None:
             self.database.stop()
             _DATABASES.pop(self.database.directory, None)
+
+
+def alive(pid: int) -> bool:
+    """True while a process runs: a zombie (ended, not yet reaped) whose other threads have
+    all ended holds nothing any more (its files, the store's lock, are closed)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z" or len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
 
 
 def backend_env(store_dir: Path) -> tuple[dict[str, str], Any]:

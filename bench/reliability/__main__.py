@@ -1,4 +1,4 @@
-"""`python -m bench.reliability [--quick]`: durability, soak, bad input, security, backup.
+"""`python -m bench.reliability [--quick]`: durability, runaway, soak, bad input, security, backup.
 
 Prints the report table (cycles, requests, errors, losses per check); `--write-doc` also puts it
 into docs/benchmarks/reliability.md between the markers there.
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.reliability import backup, durability, fuzz, security, soak
+from bench.reliability import backup, durability, fuzz, runaway, security, soak
 from bench.reliability.result import CheckResult, table
 
 __all__ = ["CHECKS", "main", "run_checks"]
@@ -29,6 +29,8 @@ BEGIN, END = "<!-- reliability-report:begin -->", "<!-- reliability-report:end -
 CHECKS: dict[str, tuple[Callable[[Path], CheckResult], Callable[[Path], CheckResult]]] = {
     "durability": (lambda d: durability.run(20, workdir=d),
                    lambda d: durability.run(3, workdir=d)),
+    "runaway": (lambda d: runaway.run(5, workdir=d), lambda d: runaway.run(2, workdir=d,
+                                                                            settle=10.0)),
     "soak": (lambda d: soak.run(60, workdir=d, warm_up=soak.FULL_WARM_UP_SECONDS),
              lambda d: soak.run(5, workdir=d, memories=2_000)),
     "fuzz": (lambda d: fuzz.run(10_000, workdir=d), lambda d: fuzz.run(300, workdir=d)),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from bench.reliability.client import TOKENS, Client, Reply, server_env
 from bench.reliability.dataset import PROBE_PREDICATE, seed_store
+from bench.reliability.processes import rss_parts, worker_pid
 from bench.reliability.result import CheckResult, p99
 from bench.server import ServerProcess, start_server
 
@@ -61,23 +62,21 @@ def _operations(rng: random.Random, tag: str) -> list[tuple[str, float, Callable
 
 
 def _sample_until(deadline: float, server: ServerProcess, into: list[int]) -> None:
-    """Append the server's VmRSS (KiB) to `into` every 0.5 s until the deadline or its exit."""
+    """Append the worker's VmRSS (KiB) to `into` every 0.5 s until the deadline or its exit."""
     while time.perf_counter() < deadline and server.alive():
-        into.append(server.rss_kb())
+        into.append(_rss(server))
         time.sleep(0.5)
 
 
+def _rss(server: ServerProcess) -> int:
+    """VmRSS of the worker process, which holds the store (the supervisor's is small, fixed)."""
+    return rss_parts(worker_pid(server))[0]
+
+
 def _rss_parts(server: ServerProcess) -> tuple[int, int]:
-    """The server's anonymous and file-backed resident memory (RssAnon, RssFile) in KiB."""
-    parts = {"RssAnon:": 0, "RssFile:": 0}
-    try:
-        for line in Path(f"/proc/{server.pid}/status").read_text().splitlines():
-            name, _, value = line.partition(":")
-            if name + ":" in parts:
-                parts[name + ":"] = int(value.split()[0])
-    except OSError:
-        pass
-    return parts["RssAnon:"], parts["RssFile:"]
+    """The worker's anonymous and file-backed resident memory (RssAnon, RssFile) in KiB."""
+    _, anon, file = rss_parts(worker_pid(server))
+    return anon, file
 
 
 def _data_kb(store: Path) -> int:
@@ -122,7 +121,8 @@ def run(seconds: float = 60.0, *, workdir: Path, clients: int = 16, memories: in
                     failures.append(f"{name}: {reply.status} {reply.text[:160]}")
         client.close()
 
-    rss_first = server.rss_kb()  # started and answering /health, no client yet
+    rss_first = _rss(server)  # started and answering /health, no client yet
+    first_worker = worker_pid(server)
     anon_first, file_first = _rss_parts(server)
     rss: list[int] = []
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
@@ -136,15 +136,16 @@ def run(seconds: float = 60.0, *, workdir: Path, clients: int = 16, memories: in
     with lock:
         for values in latencies.values():
             values.clear()
-    rss_start = server.rss_kb()
+    rss_start = _rss(server)
     (anon_start, file_start), data_start = _rss_parts(server), _data_kb(store)
     _sample_until(time.perf_counter() + seconds, server, rss)
     stop.set()
     for thread in threads:
         thread.join(timeout=180)
-    rss_end = server.rss_kb()
+    rss_end = _rss(server)
     (anon_end, file_end), data_end = _rss_parts(server), _data_kb(store)
     alive = server.alive()
+    replaced = worker_pid(server) != first_worker
     server.stop()
     every = [t for values in latencies.values() for t in values]
     result.cycles = 1
@@ -173,6 +174,8 @@ def run(seconds: float = 60.0, *, workdir: Path, clients: int = 16, memories: in
         result.fail(failure)
     if not alive:
         result.fail("the server died during the soak")
+    if replaced:
+        result.fail("the worker process was replaced during the soak (a crash or a runaway)")
     if growth >= MAX_RSS_GROWTH:
         result.fail(f"resident memory grew {growth:.1%} after the {warm_up:g} s warm-up "
                     f"(limit {MAX_RSS_GROWTH:.0%})")

@@ -127,6 +127,26 @@ class SessionManager:
         with self.use(session_id, allow_paused=True) as session:
             return session.snapshot()
 
+    def snapshot_all(self, *, timeout: float = -1) -> dict[str, dict[str, Any] | None]:
+        """Every open session's snapshot by id; None for one whose lock stayed taken `timeout` s.
+
+        For a process that must outlive its own end (api/worker.py): its sessions continue
+        from these in the next process. A session closed meanwhile is left out.
+        """
+        with self._lock:
+            sessions = builtins.list(self._sessions.values())
+        found: dict[str, dict[str, Any] | None] = {}
+        for session in sessions:
+            if not session.lock.acquire(timeout=timeout):
+                found[session.id] = None
+                continue
+            try:
+                if session.status is not SessionStatus.CLOSED:
+                    found[session.id] = session.snapshot()
+            finally:
+                session.lock.release()
+        return found
+
     def detach(self, session_id: str) -> dict[str, Any]:
         """Snapshot a session and drop it here without closing it (hand-off to another process)."""
         with self.use(session_id, allow_paused=True) as session:

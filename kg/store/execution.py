@@ -1,40 +1,49 @@
 """Running user queries safely: big-stack workers, a deadline, a row cap and a runaway bound.
 
 pyoxigraph cannot cancel a query and aborts the process if a result is iterated in another
-thread, so a query *and its serialisation* run together in one worker thread and the caller
-only waits for the finished bytes. That decides the HTTP status before the first byte is sent.
-Streaming results are cancelled at the deadline (the output sink raises on its next 8 KiB
-chunk); evaluation that never yields (ORDER BY, aggregates, updates) keeps its worker until it
-ends by itself, and counts as a *runaway* meanwhile: beyond `max_runaway` of them new work is
-refused at once with StoreUnavailableError (503), so the server keeps answering.
+thread, so a query *and its serialisation* run together in one thread: the caller's own
+(`query_here`) or a worker (`query`). A small result comes back whole, so its status is known
+before the first byte; a large one streams as it is serialised (kg.store.serialisation), from a
+worker through a short queue (kg.store.channel). Streaming results are cancelled at the
+deadline (the output sink raises on its next 8 KiB chunk); evaluation that never yields (ORDER
+BY, aggregates, updates) keeps its worker until it ends by itself, and counts as a *runaway*
+meanwhile: beyond `max_runaway` of them new work is refused at once with
+StoreUnavailableError (503), so the server keeps answering. A runaway still running
+`runaway_grace` seconds past its deadline is reported to `on_stuck` with its caller (the
+`CALLER` context variable when it was submitted): only ending the process stops it, and the
+server replaces its worker process then (api/worker.py).
 """
 
 from __future__ import annotations
 
-import io
 import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from itertools import islice
-from typing import Any, Generic, Literal, TypeVar
+from functools import partial
+from typing import Any, Generic, TypeVar
 
-import pyoxigraph
-from pyoxigraph import (
-    BlankNode,
-    NamedNode,
-    QueryBoolean,
-    QueryResultsFormat,
-    QuerySolutions,
-    RdfFormat,
-)
+from pyoxigraph import BlankNode, NamedNode, RdfFormat
 
-from kg.errors import QueryTimeoutError, StoreUnavailableError, ValidationError
+from kg.errors import KgError, QueryTimeoutError, StoreError, StoreUnavailableError
 from kg.store.base import GraphName, Store
+from kg.store.channel import Channel
+from kg.store.serialisation import Cancelled as _Cancelled
+from kg.store.serialisation import (
+    QueryOutput,
+    ResultFormats,
+    ResultTooLargeError,
+    Sink,
+    Spill,
+    serialise,
+    upstream_failure,
+)
 from kg.store.watchdog import Watchdog
 
 __all__ = [
+    "CALLER",
     "WORKER_STACK_BYTES",
     "QueryExecutor",
     "QueryOutput",
@@ -48,43 +57,9 @@ T = TypeVar("T")
 # reserved not resident); 256 MiB lets legal deep queries through where 8 MiB would segfault.
 WORKER_STACK_BYTES = 256 * 1024 * 1024
 
-# How each SPARQL results format marks a row, to count rows without a Python loop per row.
-# JSON: the '},{' between two solutions (a literal that contains '},{' over-counts, which can
-# only refuse early); XML: '<result>' ('<' is escaped in text); CSV/TSV: one line per row.
-_ROW_MARKERS: dict[QueryResultsFormat, tuple[bytes, int]] = {
-    QueryResultsFormat.JSON: (b"},{", 1),
-    QueryResultsFormat.XML: (b"<result>", 0),
-    QueryResultsFormat.CSV: (b"\n", -1),
-    QueryResultsFormat.TSV: (b"\n", -1),
-}
-
-
-class ResultTooLargeError(ValidationError):
-    """A result with more rows than the server serves (add LIMIT, or page with OFFSET)."""
-
-    code = "result_too_large"
-
-
-class _Cancelled(Exception):
-    """Raised inside the output sink to stop a serialisation whose caller gave up."""
-
-
-@dataclass(frozen=True, slots=True)
-class ResultFormats:
-    """The negotiated output formats: one for SELECT/ASK results, one for graphs (None = 406)."""
-
-    solutions: QueryResultsFormat | None
-    graph: RdfFormat | None
-
-
-@dataclass(frozen=True, slots=True)
-class QueryOutput:
-    """A fully serialised query result."""
-
-    kind: Literal["boolean", "solutions", "graph"]
-    format: QueryResultsFormat | RdfFormat
-    body: bytes
-
+# Who the work submitted in this context is charged to if it runs away (set per request by the
+# server's runaway budget, api/budget.py); None: nobody (internal work).
+CALLER: ContextVar[str | None] = ContextVar("kg_runaway_caller", default=None)
 
 @dataclass(eq=False)
 class _Task(Generic[T]):
@@ -101,35 +76,7 @@ class _Task(Generic[T]):
     runaway: bool = False
     result: T | None = None
     error: BaseException | None = None
-
-
-class _Sink(io.RawIOBase):
-    """A write-only buffer that counts rows and stops serialisation on cancel or deadline."""
-
-    def __init__(self, task: _Task[Any], *, marker: bytes | None, offset: int, cap: int) -> None:
-        super().__init__()
-        self._task, self._marker, self._cap = task, marker, cap
-        self.rows = offset
-        self._tail = b""
-        self.buffer = io.BytesIO()
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        chunk = bytes(data)
-        if self._task.cancelled or time.monotonic() > self._task.deadline:
-            raise _Cancelled
-        if self._marker is not None:
-            self.rows += (self._tail + chunk).count(self._marker)
-            self._tail = chunk[-(len(self._marker) - 1) :] if len(self._marker) > 1 else b""
-            if self.rows > self._cap:
-                raise ResultTooLargeError(
-                    f"the result has more than {self._cap} rows; add LIMIT (and page with OFFSET)",
-                    details={"max_rows": self._cap},
-                )
-        self.buffer.write(chunk)
-        return len(chunk)
+    caller: str | None = None  # CALLER when submitted
 
 
 class QueryExecutor:
@@ -146,11 +93,34 @@ class QueryExecutor:
         self._threads: list[threading.Thread] = []
         self._runaways = 0
         self._watchdog = Watchdog()
+        # Set by the server: told (caller) of a runaway still running this long past deadline.
+        self.runaway_grace: float | None = None
+        self.on_stuck: Callable[[str | None], object] | None = None
+        self._runaway_threads: set[int] = set()
 
     @property
     def runaways(self) -> int:
         """How many timed-out tasks are still running."""
         return self._runaways
+
+    @property
+    def runaway_threads(self) -> frozenset[int]:
+        """Idents of callers' threads running a runaway themselves (`query_here`)."""
+        return frozenset(self._runaway_threads)
+
+    def _watch_stuck(self, task: _Task[Any]) -> None:
+        """After a task became a runaway: tell `on_stuck` if it still runs after the grace."""
+        grace, report = self.runaway_grace, self.on_stuck
+        if grace is None or report is None:
+            return
+
+        def stuck() -> None:
+            with self._lock:
+                if task.is_done:
+                    return
+            report(task.caller)
+
+        self._watchdog.watch(task.deadline + grace, stuck)
 
     def query(
         self,
@@ -163,9 +133,38 @@ class QueryExecutor:
         named_graphs: Sequence[NamedNode | BlankNode] | None = None,
         base_iri: str | None = None,
     ) -> QueryOutput:
-        """Run a query and serialise its result in one worker; raise on timeout or too many rows."""
-        work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri)
-        return self._run(work, timeout=timeout)
+        """Run a query and serialise its result in one worker; raise on timeout or too many rows.
+
+        A result larger than SPILL_BYTES comes back `streamed`, its body in `chunks` as the
+        worker serialises it: an error past that point ends the chunks with a cut marker and
+        raises from them (close them to stop the worker).
+        """
+        channel = Channel()
+        work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri,
+                                channel=channel)
+        task = self._submit(work, timeout)
+
+        def abandon() -> BaseException | None:
+            try:
+                self._give_up(task, timeout)
+            except KgError as exc:
+                return exc
+            return None
+
+        def outcome() -> BaseException | None:
+            task.finished.acquire()  # released at once: the work has ended
+            try:
+                self._outcome(task, timeout)
+            except BaseException as exc:  # handed to the reader, which raises it
+                return exc
+            return None
+
+        head = channel.first(task.deadline, abandon=abandon)
+        if head is None:
+            task.finished.acquire()
+            return self._outcome(task, timeout)
+        chunks = channel.chunks(head, task.deadline, abandon=abandon, outcome=outcome)
+        return QueryOutput(head.kind, head.format, b"", streamed=True, chunks=chunks)
 
     def query_here(
         self,
@@ -178,18 +177,23 @@ class QueryExecutor:
         default_graph: Sequence[GraphName] | None = None,
         named_graphs: Sequence[NamedNode | BlankNode] | None = None,
         base_iri: str | None = None,
+        spill: Spill | None = None,
     ) -> QueryOutput | None:
         """`query` in the calling thread, with no hand-off to a worker.
 
         If the query is still running at its deadline, the watchdog counts it as a runaway and
         calls `on_overrun` (from its own thread) to answer for it; the call then returns None
-        once the query ends by itself, and its result must be dropped.
+        once the query ends by itself, and its result must be dropped. With `spill`, a result
+        larger than SPILL_BYTES goes there as it is serialised and comes back `streamed`.
         """
         self._check_runaways()
-        work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri)
+        work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri,
+                                spill=spill)
         task: _Task[QueryOutput] = _Task(work, time.monotonic() + timeout)
         task.started = True
+        task.caller = CALLER.get()
         late = _late(timeout)
+        thread = threading.get_ident()
 
         def overrun() -> None:
             with self._lock:
@@ -197,6 +201,8 @@ class QueryExecutor:
                     return
                 task.cancelled = task.runaway = True
                 self._runaways += 1
+                self._runaway_threads.add(thread)
+            self._watch_stuck(task)
             on_overrun(late)
 
         ticket = self._watchdog.watch(task.deadline, overrun)
@@ -210,6 +216,7 @@ class QueryExecutor:
                 task.is_done = True
                 if task.runaway:
                     self._runaways -= 1
+                    self._runaway_threads.discard(thread)
         if task.runaway:
             return None
         if task.error is not None:
@@ -224,11 +231,22 @@ class QueryExecutor:
         default_graph: Sequence[GraphName] | None,
         named_graphs: Sequence[NamedNode | BlankNode] | None,
         base_iri: str | None,
+        *,
+        spill: Spill | None = None,
+        channel: Channel | None = None,
     ) -> Callable[[_Task[QueryOutput]], QueryOutput]:
         def work(task: _Task[QueryOutput]) -> QueryOutput:
-            result = self.store.query(sparql, default_graph=default_graph,
-                                      named_graphs=named_graphs, base_iri=base_iri)
-            return _serialise(result, formats, task, max_rows)
+            try:
+                try:
+                    result = self.store.query(sparql, default_graph=default_graph,
+                                              named_graphs=named_graphs, base_iri=base_iri)
+                except StoreError as exc:  # ASK evaluates in query(): SERVICE fails here
+                    raise (upstream_failure(exc, sparql) or exc) from None
+                return serialise(result, formats, task, cap=max_rows, sparql=sparql,
+                                 spill=channel.spill(task) if channel is not None else spill)
+            finally:
+                if channel is not None:
+                    channel.end(task)
 
         return work
 
@@ -236,15 +254,15 @@ class QueryExecutor:
         """Serialise one graph (None: the whole dataset) in a worker, cancelled at the deadline."""
 
         def work(task: _Task[bytes]) -> bytes:
-            sink = _Sink(task, marker=None, offset=0, cap=0)
+            sink = Sink(task, "graph", format, cap=0)
             self.store.dump(sink, format=format, from_graph=graph)  # type: ignore[arg-type]
-            return sink.buffer.getvalue()
+            return sink.finish().body
 
         return self._run(work, timeout=timeout)
 
     def update(self, sparql: str, *, timeout: float, base_iri: str | None = None) -> None:
         """Run an update in a worker (it cannot be cancelled: a 504 does not undo it)."""
-        self.call(lambda: self.store.update(sparql, base_iri=base_iri), timeout=timeout)
+        self.call(partial(_update, self.store, sparql, base_iri), timeout=timeout)
 
     def call(self, fn: Callable[[], T], *, timeout: float) -> T:
         """Run `fn()` in a worker (big stack, deadline, runaway bound) and return its result."""
@@ -269,6 +287,7 @@ class QueryExecutor:
         """Queue `fn` for a worker, unless too many runaways still hold workers (503)."""
         self._check_runaways()
         task: _Task[T] = _Task(fn, time.monotonic() + timeout)
+        task.caller = CALLER.get()
         self._ensure_workers()
         self._queue.put(task)
         return task
@@ -282,6 +301,8 @@ class QueryExecutor:
             if task.started:
                 task.runaway = True
                 self._runaways += 1
+        if task.started:
+            self._watch_stuck(task)
         if not task.started:
             raise StoreUnavailableError(
                 "every query worker is busy; retry later", details={"retry_after": 1}
@@ -347,31 +368,8 @@ def _late(timeout: float) -> QueryTimeoutError:
     )
 
 
-def _serialise(result: Any, formats: ResultFormats, task: _Task[Any], cap: int) -> QueryOutput:
-    if isinstance(result, QueryBoolean | QuerySolutions):
-        if formats.solutions is None:
-            raise _not_acceptable("SPARQL results (JSON, XML, CSV or TSV)")
-        solutions_format = formats.solutions
-        marker, offset = _ROW_MARKERS[solutions_format]
-        sink = _Sink(task, marker=None if isinstance(result, QueryBoolean) else marker,
-                     offset=offset, cap=cap)
-        result.serialize(sink, format=solutions_format)  # type: ignore[arg-type]
-        kind: Literal["boolean", "solutions"] = (
-            "boolean" if isinstance(result, QueryBoolean) else "solutions"
-        )
-        return QueryOutput(kind, solutions_format, sink.buffer.getvalue())
-    if formats.graph is None:
-        raise _not_acceptable("an RDF graph (Turtle, N-Triples, RDF/XML, JSON-LD ...)")
-    sink = _Sink(task, marker=None, offset=0, cap=cap)
-    pyoxigraph.serialize(islice(result, cap), sink, format=formats.graph)  # type: ignore[arg-type]
-    if next(result, None) is not None:
-        raise ResultTooLargeError(
-            f"the result has more than {cap} triples; add LIMIT",
-            details={"max_rows": cap},
-        )
-    return QueryOutput("graph", formats.graph, sink.buffer.getvalue())
-
-
-def _not_acceptable(what: str) -> ValidationError:
-    # Callers negotiate from the query form before running, so this is a mismatch of theirs.
-    return ValidationError(f"this query returns {what}, and no such format was negotiated")
+def _update(store: Store, sparql: str, base_iri: str | None) -> None:
+    try:
+        store.update(sparql, base_iri=base_iri)
+    except StoreError as exc:  # a LOAD that could not fetch is the remote's failure (502)
+        raise (upstream_failure(exc, sparql) or exc) from None

@@ -1,7 +1,8 @@
 """The fast subset of the reliability suite against real `jido-kg serve` processes.
 
-Durability 3 kill -9 cycles, a 5 s soak with 16 clients, a few hundred fuzzed requests, every
-security check, and one backup taken under load and restored. The full suite is
+Durability 3 kill -9 cycles (of the worker and of the supervisor), 2 rounds of runaways, a 5 s
+soak with 16 clients, a few hundred fuzzed requests, every security check, and one backup
+taken under load and restored. The full suite is
 `python -m bench.reliability` (`make reliability`); its report is docs/benchmarks/reliability.md.
 """
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.reliability import backup, durability, fuzz, security, soak
+from bench.reliability import backup, durability, fuzz, runaway, security, soak
 from bench.reliability.result import CheckResult
 
 pytestmark = pytest.mark.slow
@@ -26,6 +27,13 @@ def test_durability_three_kill_cycles_lose_no_acknowledged_write(tmp_path: Path)
     result = durability.run(3, workdir=tmp_path)
     _clean(result)
     assert result.cycles == 3 and result.requests > 0
+    assert result.figures["worker kills"] == 1 and result.figures["supervisor kills"] == 3
+
+
+def test_runaways_two_rounds_end_cost_no_cpu_and_lose_nothing(tmp_path: Path) -> None:
+    result = runaway.run(2, workdir=tmp_path, settle=10.0)
+    _clean(result)
+    assert result.figures["replacements"] == 1 and result.figures["acknowledged"] > 0
 
 
 def test_soak_five_seconds_sixteen_clients(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ the bearer token is sent.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import socket
 import time
@@ -96,12 +97,15 @@ def test_a_frozen_service_is_a_timeout_and_is_not_retried(
     with FlakyProxy(server.port, drop=0) as proxy, \
             MemoryClient(proxy.url, token="w-token", timeout=0.5, retries=3) as client:
         client.start_session("frozen1", project="frozen")
-        server.process.send_signal(signal.SIGSTOP)  # connections are accepted, never answered
+        frozen = server.pids()  # the supervisor and its worker: accepted, never answered
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
         try:
             with pytest.raises(ServiceTimeoutError) as raised:
                 client.session("frozen1")
         finally:
-            server.process.send_signal(signal.SIGCONT)
+            for pid in frozen:
+                os.kill(pid, signal.SIGCONT)
         assert proxy.targets() == ["POST /v1/sessions"]  # one connection: no second attempt
         assert client.session("frozen1").id == "frozen1"
     assert isinstance(raised.value, QueryTimeoutError)
