@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import TypeVar
 
+from bench.reliability.processes import cpu_seconds
 from tests.conftest import RunningServer, alive
 
 __all__ = ["cores_used", "cpu_seconds", "wait_for", "wait_for_new_worker", "worker_pid"]
@@ -39,18 +38,6 @@ def wait_for_new_worker(server: RunningServer, old: int, *, timeout: float = 30)
     return wait_for(lambda: (pid if (pid := worker_pid(server)) not in (None, old)
                              and not alive(old) else None),
                     timeout=timeout, what=f"a worker to replace {old}")
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """CPU seconds (user + system) the live processes `pids` have used."""
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
 
 
 def cores_used(server: RunningServer, *, seconds: float) -> float:
