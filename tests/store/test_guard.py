@@ -59,7 +59,7 @@ def test_the_guard_measures_the_nesting_that_was_built(query: Piece) -> None:
 def test_generated_queries_are_sparql_and_never_crash_pyoxigraph(
         oxigraph: ParserProcess, query: Piece) -> None:
     verdict = oxigraph.run(query.text)
-    assert verdict == "ok" or verdict.startswith("error "), (verdict, query.text)
+    assert verdict in ("ok", "slow") or verdict.startswith("error "), (verdict, query.text)
 
 
 # Payloads that nest far deeper than pyoxigraph survives on an 8 MiB stack, hidden from a
