@@ -6,10 +6,10 @@ remote side of the contract suite at a running Virtuoso instead of a fresh Oxigr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +36,27 @@ def oxigraph_binary() -> str:
     return found
 
 
+def _listens(pid: int, port: int) -> bool:
+    """True when process `pid` holds a TCP socket listening on `port` (Linux /proc)."""
+    inodes = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except OSError:
+        return False
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                listening = fields[3] == "0A"
+                if listening and int(fields[1].rsplit(":", 1)[1], 16) == port \
+                        and fields[9] in inodes:
+                    return True
+    return False
+
+
 @dataclass
 class OxigraphServer:
     """One `oxigraph serve` process on loopback, restartable on the same port and directory."""
@@ -58,11 +79,12 @@ class OxigraphServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"oxigraph exited: {self.process.stderr.read()!r}")  # type: ignore[union-attr]
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            # Our process must own the listening socket: another test run's server that took
+            # the same free port would otherwise answer for it (and keep answering when ours
+            # is paused).
+            if _listens(self.process.pid, self.port):
                 return self
-            except OSError:
-                time.sleep(0.05)
+            time.sleep(0.05)
         raise RuntimeError("oxigraph did not listen in time")
 
     def stop(self) -> None:
