@@ -98,9 +98,17 @@ class Shape:
 def check_nesting(text: str, *, limit: int = DEFAULT_MAX_NESTING,
                   max_chain: int = DEFAULT_MAX_CHAIN) -> None:
     """Raise NestingTooDeepError if a SPARQL query or update nests or chains past the limits."""
-    # The library runs the same few query files all the time: remember their shape.
-    shape = (_cached(text, limit, max_chain) if len(text) <= _CACHEABLE
-             else measure(text, limit=limit, max_chain=max_chain))
+    # The library runs the same few query files all the time: remember their shape. A big
+    # text is checked by the endpoint and again by the store: remember the last few by hash
+    # (str caches it; Python's hash is keyed per process, so collisions cannot be forged).
+    if len(text) <= _CACHEABLE:
+        shape = _cached(text, limit, max_chain)
+    else:
+        key = (len(text), hash(text), limit, max_chain)
+        shape = _recent.get(key) or measure(text, limit=limit, max_chain=max_chain)
+        if len(_recent) >= 8:
+            _recent.clear()
+        _recent[key] = shape
     _verdict(shape, limit, max_chain)
 
 
@@ -115,6 +123,9 @@ def measure(text: str, *, limit: int | None = None, max_chain: int | None = None
     scan = _Scan(text, syntax=syntax, limit=limit, max_chain=max_chain)
     scan.run()
     return Shape(scan.depth, scan.chain, scan.divergent)
+
+
+_recent: dict[tuple[int, int, int, int], Shape] = {}
 
 
 @lru_cache(maxsize=512)

@@ -92,6 +92,24 @@ def test_service_and_load_of_loopback_are_refused(seeded: RunningServer) -> None
     assert ok.status == 200
 
 
+@pytest.mark.parametrize("before", [
+    "FILTER(1<1&&'x>'=1)",  # the grammar's longest token reads `<1&&'x>`, then a string
+    "FILTER(1<2#> '''\n)",  # ... or `<2#>`, then a long string
+])
+def test_service_hidden_from_the_longest_token_is_refused(seeded: RunningServer,
+                                                          before: str) -> None:
+    # pyoxigraph reads these '<' as less-than, so the SERVICE below is real and would be run.
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(0.5)
+        target = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+        answer = _query(seeded, f"ASK {{ {before} SERVICE <{target}> {{ ?s ?p ?o }} }}")
+        assert (answer.status, answer.error_code) == (403, "remote_access_denied")
+        with pytest.raises(TimeoutError):
+            listener.accept()
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body", "headers", "status", "code"),
     [

@@ -94,6 +94,11 @@ LOOKS_DEEP = {
 }
 
 
+# pyoxigraph plans these in time growing with a power of their count (100 path triples sharing
+# variables: 12 s; 250 nested blank nodes: 47 s), far below any stack limit: keep them small.
+COSTLY = {"blank nodes": 60, "collections": 40, "OPTIONALs": 150, "path triples": 25}
+
+
 def payload(parts: tuple[str, str, str, str, str], times: int) -> str:
     head, opening, core, closing, tail = parts
     return f"{PREFIXES}{head}{opening * times}{core}{closing * times}{tail}"
@@ -120,6 +125,7 @@ def test_brackets_in_strings_iris_comments_and_names_do_not_count(
 def test_what_the_guard_accepts_never_crashes_pyoxigraph(
         oxigraph: ParserProcess, hidden: str, times: int, noise: str, noise_times: int) -> None:
     # A real nesting somewhere around the limits, next to lots of brackets that do not nest.
+    times = min(times, COSTLY.get(hidden, times))
     real, looks = payload(HIDDEN[hidden], times), payload(LOOKS_DEEP[noise], noise_times)
     text = real.replace("ASK{", "ASK{ {" + looks[len(PREFIXES) + 4:-1] + "} ", 1)
     if not refused(text):
