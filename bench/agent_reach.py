@@ -39,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from contextlib import AsyncExitStack
 from functools import partial
 from pathlib import Path
@@ -51,7 +50,7 @@ from bench import callers
 from bench.callers import LABELS, TOKEN, Way, cpu_ns
 from bench.generator import cached_store
 from bench.http_servers import server_cpu_seconds
-from bench.server import ServerProcess, free_port, start_server
+from bench.server import ServerProcess, free_port, start_server, wait_healthy
 
 __all__ = ["MCP_OVERHEAD_MS", "run"]
 
@@ -188,16 +187,9 @@ def _start_before(checkout: Path, store: Path, env: dict[str, str], log: Path) -
         process = subprocess.Popen(argv, cwd=checkout, stdout=subprocess.DEVNULL, stderr=sink,
                                    env={**os.environ, **env, "PYTHONPATH": str(checkout)})
     server = ServerProcess(process, port, store, log=log, env=env)
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if not server.alive():
-            raise RuntimeError(f"the server of {checkout} exited: {server.log_tail()}")
-        try:
-            with urllib.request.urlopen(f"{server.url}/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return server
-        except OSError:
-            time.sleep(0.1)
+    if wait_healthy(server.url, timeout=600, what=f"the server of {checkout}",
+                    exited=lambda: None if server.alive() else server.log_tail()):
+        return server
     server.kill()
     raise RuntimeError(f"the server of {checkout} did not start")
 

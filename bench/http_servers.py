@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from flask import Flask
+
+from bench.server import wait_healthy
 
 __all__ = ["KINDS", "Server", "server_cpu_seconds", "start", "wsgi_app"]
 
@@ -85,16 +85,10 @@ def start(kind: str, *, port: int, store: Path, env: dict[str, str],
                                    env={**os.environ, **env, "KG_STORE": str(store)},
                                    stdout=subprocess.DEVNULL, stderr=sink)
     server = Server(kind, process, port)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{kind} exited: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{server.url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return server
-        except OSError:
-            time.sleep(0.05)
+    if wait_healthy(server.url, timeout=timeout, what=kind, poll=0.05,
+                    exited=lambda: None if process.poll() is None
+                    else log.read_text(errors="replace")[-2000:]):
+        return server
     server.stop()
     raise RuntimeError(f"{kind} did not answer /health within {timeout:.0f} s")
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,6 +90,23 @@ def _health(url: str) -> bool:
         return False
 
 
+def wait_healthy(url: str, *, exited: Callable[[], str | None], timeout: float,
+                 what: str = "server", poll: float = 0.02) -> bool:
+    """Poll `url`/health until it answers 200 (True) or `timeout` passes (False).
+
+    `exited()` returns why the process ended, or None while it runs; an ended one raises.
+    """
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        reason = exited()
+        if reason is not None:
+            raise RuntimeError(f"{what} exited: {reason}")
+        if _health(url):
+            return True
+        time.sleep(poll)
+    return False
+
+
 def start_server(store: Path, *, env: dict[str, str] | None = None, timeout: float = 120.0,
                  log: Path | None = None, port: int | None = None,
                  threads: int | None = None) -> ServerProcess:
@@ -108,13 +126,10 @@ def start_server(store: Path, *, env: dict[str, str] | None = None, timeout: flo
         process = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **extra},
                                    stdout=subprocess.DEVNULL, stderr=sink)
     server = ServerProcess(process, port, store, log=log, env=extra)
-    deadline = started + timeout
-    while time.perf_counter() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited with {process.returncode}: {server.log_tail()}")
-        if _health(server.url):
-            server.startup_seconds = time.perf_counter() - started
-            return server
-        time.sleep(0.02)
+    if wait_healthy(server.url, timeout=timeout - (time.perf_counter() - started),
+                    exited=lambda: None if process.poll() is None
+                    else f"code {process.returncode}: {server.log_tail()}"):
+        server.startup_seconds = time.perf_counter() - started
+        return server
     server.kill()
     raise RuntimeError(f"server did not answer /health within {timeout:.0f} s")
