@@ -3,11 +3,14 @@
 `python -m bench.sparql` (or `run(repeats=5)`): 100,000 triples are loaded into a `jido-kg
 serve` process, an `oxigraph serve` process (PyPI `oxigraph`) and an in-process pyoxigraph
 store; both servers are left to finish their background work (store flushes, compactions: under
-3 % CPU) before three scenarios are timed, each repeat on fresh keep-alive connections:
+3 % CPU) before the scenarios are timed, each repeat on fresh keep-alive connections, the two
+servers taking turns within a repeat (issue 17's targets):
 
-- small-query latency p50 over HTTP vs the same query in process (target: <= 1 ms above);
-- small-query throughput with 8 concurrent clients (target: >= 0.5x Oxigraph server);
-- a 100,000-row SELECT as JSON, whole body read (target: >= 0.8x Oxigraph server's rows/s).
+- point-query latency p50 over HTTP vs the same query in process (<= 0.3 ms above);
+- small-query throughput with 8 concurrent clients (>= 0.6x Oxigraph's server, goal 0.8x);
+- a 100,000-row SELECT as JSON: the first body byte (<= 50 ms) and rows/s (>= 0.9x Oxigraph's);
+- then, on 1,000,000 triples, each server's peak RSS (process tree) while serving a
+  1,000,000-row SELECT as JSON, sampled every 10 ms, against its RSS before.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -29,22 +34,27 @@ import pyoxigraph
 from bench import http_servers
 from bench.server import ServerProcess, free_port, start_server
 
-__all__ = ["main", "run"]
+__all__ = ["CLIENTS", "LATENCY_N", "getter", "large_rows_per_s", "latencies", "main",
+           "oxigraph", "run", "settle", "throughput", "write_data"]
 
 N_TRIPLES = 100_000
+N_HUGE = 1_000_000
 SMALL = "SELECT ?p ?o WHERE { <http://example.org/s4242> ?p ?o }"
 LARGE = "SELECT ?s ?p ?o WHERE { ?s ?p ?o }"
 JSON = "application/sparql-results+json"
 LATENCY_N, CLIENTS, PER_CLIENT = 400, 8, 150
+_HEADERS = {"Accept": JSON}
 
 
-def _data(path: Path) -> None:
+def write_data(path: Path, n: int = N_TRIPLES) -> None:
+    """Write `n` triples, one subject each, as N-Triples."""
     with open(path, "w") as out:
-        for i in range(N_TRIPLES):
+        for i in range(n):
             out.write(f"<http://example.org/s{i}> <http://example.org/p{i % 7}> \"v{i}\" .\n")
 
 
-def _oxigraph(directory: Path, data: Path) -> tuple[subprocess.Popen[bytes], str]:
+def oxigraph(directory: Path, data: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Load `data` into a new Oxigraph store and serve it; return the process and its URL."""
     binary = str(Path(sys.executable).with_name("oxigraph"))
     subprocess.run([binary, "load", "-l", str(directory), "-f", str(data)], check=True,
                    capture_output=True)
@@ -61,29 +71,29 @@ def _oxigraph(directory: Path, data: Path) -> tuple[subprocess.Popen[bytes], str
     raise RuntimeError("oxigraph serve did not start")
 
 
-def _cpu_seconds(pid: int) -> float:
-    # The whole process tree: `jido-kg serve` is a supervisor and a worker process.
-    return http_servers.server_cpu_seconds(pid)
-
-
-def _settle(pid: int, *, idle: float = 0.03, limit: float = 60.0) -> None:
+def settle(pid: int, *, idle: float = 0.03, limit: float = 60.0) -> None:
     """Wait until a server's background work (flushes, compactions) is done: under 3 % CPU."""
     deadline = time.monotonic() + limit
     time.sleep(1.5)  # past the first store flush
     while time.monotonic() < deadline:
-        before = _cpu_seconds(pid)
+        # The whole process tree: `jido-kg serve` is a supervisor and a worker process.
+        before = http_servers.server_cpu_seconds(pid)
         time.sleep(0.5)
-        if _cpu_seconds(pid) - before < idle * 0.5:
+        if http_servers.server_cpu_seconds(pid) - before < idle * 0.5:
             return
 
 
-def _getter(url: str, path: str) -> Callable[[str], bytes]:
-    """A keep-alive GET of `path?query=...` on one connection (the endpoint path differs)."""
+def _connection(url: str) -> http.client.HTTPConnection:
     parts = urlsplit(url)
-    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+    return http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=300)
+
+
+def getter(url: str, path: str) -> Callable[[str], bytes]:
+    """A keep-alive GET of `path?query=...` on one connection (the endpoint path differs)."""
+    connection = _connection(url)
 
     def get(query: str) -> bytes:
-        connection.request("GET", f"{path}?query={quote(query)}", headers={"Accept": JSON})
+        connection.request("GET", f"{path}?query={quote(query)}", headers=_HEADERS)
         response = connection.getresponse()
         body = response.read()
         assert response.status == 200, body[:300]
@@ -92,7 +102,8 @@ def _getter(url: str, path: str) -> Callable[[str], bytes]:
     return get
 
 
-def _latencies(get: Callable[[str], bytes], n: int) -> list[float]:
+def latencies(get: Callable[[str], bytes], n: int) -> list[float]:
+    """Seconds for each of `n` point queries, after one warm-up."""
     get(SMALL)
     out = []
     for _ in range(n):
@@ -102,9 +113,10 @@ def _latencies(get: Callable[[str], bytes], n: int) -> list[float]:
     return out
 
 
-def _throughput(url: str, path: str, *, per_client: int = PER_CLIENT) -> float:
+def throughput(url: str, path: str, *, per_client: int = PER_CLIENT) -> float:
+    """Point queries per second answered to CLIENTS concurrent keep-alive clients."""
     def client(_: int) -> int:
-        get = _getter(url, path)
+        get = getter(url, path)
         for _ in range(per_client):
             get(SMALL)
         return per_client
@@ -115,15 +127,74 @@ def _throughput(url: str, path: str, *, per_client: int = PER_CLIENT) -> float:
     return done / (time.perf_counter() - started)
 
 
-def _large(url: str, path: str) -> float:
-    started = time.perf_counter()
-    body = _getter(url, path)(LARGE)
-    elapsed = time.perf_counter() - started
-    assert body.count(b'"s":') == N_TRIPLES
-    return N_TRIPLES / elapsed
+def large_rows_per_s(url: str, path: str) -> float:
+    """Rows per second of the 100,000-row SELECT, whole body read."""
+    return _large(url, path)[1]
 
 
-def _row(metric: str, values: list[float], unit: str, target: str, ok: bool,
+def _large(url: str, path: str, *, rows: int = N_TRIPLES) -> tuple[float, float]:
+    """(seconds to the first body byte, rows/s) of `LARGE` read whole on a new connection."""
+    connection = _connection(url)
+    try:
+        started = time.perf_counter()
+        connection.request("GET", f"{path}?query={quote(LARGE)}", headers=_HEADERS)
+        response = connection.getresponse()
+        first = response.read(1)
+        first_byte = time.perf_counter() - started
+        body = first + response.read()
+        elapsed = time.perf_counter() - started
+    finally:
+        connection.close()
+    assert response.status == 200, body[:300]
+    assert body.count(b'"s":') == rows
+    return first_byte, rows / elapsed
+
+
+def _tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and its descendants, in MB."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        todo += [int(c) for c in children]
+    return total / 1024
+
+
+def _peak_rss_serving(url: str, path: str, pid: int) -> tuple[float, float]:
+    """(RSS before, peak RSS while serving) the 1,000,000-row SELECT, in MB."""
+    before = _tree_rss_mb(pid)
+    peak = [before]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.01):
+            peak[0] = max(peak[0], _tree_rss_mb(pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        _large(url, path, rows=N_HUGE)
+    finally:
+        done.set()
+        sampler.join()
+    return before, peak[0]
+
+
+def _in_process(store: pyoxigraph.Store, query: str) -> bytes:
+    result = store.query(query)
+    assert isinstance(result, pyoxigraph.QuerySolutions)
+    body = result.serialize(format=pyoxigraph.QueryResultsFormat.JSON)
+    assert body is not None
+    return body
+
+
+def _row(metric: str, values: list[float], unit: str, target: str, ok: bool | None,
          **extra: object) -> dict[str, object]:
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
@@ -131,160 +202,92 @@ def _row(metric: str, values: list[float], unit: str, target: str, ok: bool,
             "p95": p95, "unit": unit, "target": target, "ok": ok, **extra}
 
 
-def run(repeats: int = 5) -> list[dict[str, object]]:
-    """Measure the three scenarios `repeats` times; one row per metric."""
-    with tempfile.TemporaryDirectory(prefix="bench-sparql-") as tmp:
-        root = Path(tmp)
-        data = root / "data.nt"
-        _data(data)
-        local = pyoxigraph.Store()
-        local.bulk_load(path=str(data), format=pyoxigraph.RdfFormat.N_TRIPLES)
-        # A prompt store flush, so the load below is flushed and compacted before measuring
-        # (Oxigraph's server is loaded offline, and starts with settled files too).
-        jido: ServerProcess = start_server(root / "jido", env={"KG_TOKENS": '{"bench": "admin"}',
-                                                               "KG_STORE_FLUSH_INTERVAL": "1"})
-        ox_process, ox_url = _oxigraph(root / "oxigraph", data)
-        try:
-            load = http.client.HTTPConnection("127.0.0.1", jido.port, timeout=120)
-            load.request("PUT", "/store?default", body=data.read_bytes(),
-                         headers={"Content-Type": "application/n-triples",
-                                  "Authorization": "Bearer bench"})
-            assert load.getresponse().status in (201, 204)
-            for pid in (jido.pid, ox_process.pid):
-                _settle(pid)
-            return _measure(local, jido.url, ox_url, repeats)
-        finally:
-            jido.stop()
-            ox_process.terminate()
-            ox_process.wait()
+def _serve_both(root: Path, data: Path) -> tuple[ServerProcess, subprocess.Popen[bytes], str]:
+    # A prompt store flush, so the load below is flushed and compacted before measuring
+    # (Oxigraph's server is loaded offline, and starts with settled files too).
+    jido = start_server(root / "jido", env={"KG_TOKENS": '{"bench": "admin"}',
+                                            "KG_STORE_FLUSH_INTERVAL": "1",
+                                            "KG_EMBEDDER": "none"}, timeout=600)
+    ox_process, ox_url = oxigraph(root / "oxigraph", data)
+    load = http.client.HTTPConnection("127.0.0.1", jido.port, timeout=600)
+    with open(data, "rb") as body:
+        load.request("PUT", "/store?default", body=body,
+                     headers={"Content-Type": "application/n-triples",
+                              "Authorization": "Bearer bench"})
+        assert load.getresponse().status in (201, 204)
+    for pid in (jido.pid, ox_process.pid):
+        settle(pid)
+    return jido, ox_process, ox_url
 
 
-def _measure(local: pyoxigraph.Store, jido: str, oxigraph: str,
+def run(repeats: int = 5, *, quick: bool = False) -> list[dict[str, object]]:
+    """Measure the scenarios `repeats` times; one row per metric (module docstring)."""
+    rows: list[dict[str, object]] = []
+    for size in (N_TRIPLES,) if quick else (N_TRIPLES, N_HUGE):
+        with tempfile.TemporaryDirectory(prefix="bench-sparql-") as tmp:
+            root = Path(tmp)
+            data = root / "data.nt"
+            write_data(data, size)
+            jido, ox_process, ox_url = _serve_both(root, data)
+            try:
+                if size == N_TRIPLES:
+                    local = pyoxigraph.Store()
+                    local.bulk_load(path=str(data), format=pyoxigraph.RdfFormat.N_TRIPLES)
+                    rows += _measure(local, jido.url, ox_url, repeats)
+                else:
+                    rows += _measure_huge((jido.url, jido.pid), (ox_url, ox_process.pid))
+            finally:
+                jido.stop()
+                ox_process.terminate()
+                ox_process.wait()
+    return rows
+
+
+def _measure(local: pyoxigraph.Store, jido: str, ox: str,
              repeats: int) -> list[dict[str, object]]:
-    overhead, jido_p50, local_p50, ox_p50 = [], [], [], []
-    ratio_tp, jido_tp, ox_tp, ratio_large, jido_large, ox_large = [], [], [], [], [], []
+    f: dict[str, list[float]] = {k: [] for k in (
+        "overhead", "jido_p50", "local_p50", "ox_p50", "ratio_tp", "jido_tp", "ox_tp",
+        "ratio_rows", "jido_rows", "ox_rows", "jido_first", "ox_first")}
     for _ in range(repeats):
-        in_process = _latencies(
-            lambda q: local.query(q).serialize(format=pyoxigraph.QueryResultsFormat.JSON),
-            LATENCY_N)
-        over_http = _latencies(_getter(jido, "/sparql"), LATENCY_N)
-        ox_http = _latencies(_getter(oxigraph, "/query"), LATENCY_N)
-        local_p50.append(statistics.median(in_process) * 1000)
-        jido_p50.append(statistics.median(over_http) * 1000)
-        ox_p50.append(statistics.median(ox_http) * 1000)
-        overhead.append(jido_p50[-1] - local_p50[-1])
-        jido_tp.append(_throughput(jido, "/sparql"))
-        ox_tp.append(_throughput(oxigraph, "/query"))
-        ratio_tp.append(jido_tp[-1] / ox_tp[-1])
-        jido_large.append(_large(jido, "/sparql"))
-        ox_large.append(_large(oxigraph, "/query"))
-        ratio_large.append(jido_large[-1] / ox_large[-1])
+        in_process = latencies(partial(_in_process, local), LATENCY_N)
+        f["local_p50"].append(statistics.median(in_process) * 1000)
+        f["jido_p50"].append(statistics.median(latencies(getter(jido, "/sparql"),
+                                                         LATENCY_N)) * 1000)
+        f["ox_p50"].append(statistics.median(latencies(getter(ox, "/query"), LATENCY_N)) * 1000)
+        f["overhead"].append(f["jido_p50"][-1] - f["local_p50"][-1])
+        f["jido_tp"].append(throughput(jido, "/sparql"))
+        f["ox_tp"].append(throughput(ox, "/query"))
+        f["ratio_tp"].append(f["jido_tp"][-1] / f["ox_tp"][-1])
+        for name, url, path in (("jido", jido, "/sparql"), ("ox", ox, "/query")):
+            first, per_s = _large(url, path)
+            f[f"{name}_first"].append(first * 1000)
+            f[f"{name}_rows"].append(per_s)
+        f["ratio_rows"].append(f["jido_rows"][-1] / f["ox_rows"][-1])
+    med = {k: statistics.median(v) for k, v in f.items()}
     return [
-        _row("small query p50 overhead vs in-process", overhead, "ms", "<= 1 ms",
-             statistics.median(overhead) <= 1.0,
-             jido_p50_ms=statistics.median(jido_p50), in_process_p50_ms=statistics.median(
-                 local_p50), oxigraph_p50_ms=statistics.median(ox_p50)),
-        _row("small query throughput, 8 clients, vs Oxigraph server", ratio_tp, "x",
-             ">= 0.5x", statistics.median(ratio_tp) >= 0.5,
-             jido_qps=statistics.median(jido_tp), oxigraph_qps=statistics.median(ox_tp)),
-        _row("100,000-row SELECT as JSON, rows/s vs Oxigraph server", ratio_large, "x",
-             ">= 0.8x", statistics.median(ratio_large) >= 0.8,
-             jido_rows_per_s=statistics.median(jido_large),
-             oxigraph_rows_per_s=statistics.median(ox_large)),
+        _row("point query p50 overhead vs in-process", f["overhead"], "ms", "<= 0.3 ms",
+             med["overhead"] <= 0.3, jido_p50_ms=med["jido_p50"],
+             in_process_p50_ms=med["local_p50"], oxigraph_p50_ms=med["ox_p50"]),
+        _row("small query throughput, 8 clients, vs Oxigraph server", f["ratio_tp"], "x",
+             ">= 0.6x (goal 0.8x)", med["ratio_tp"] >= 0.6,
+             jido_qps=med["jido_tp"], oxigraph_qps=med["ox_tp"]),
+        _row("100,000-row SELECT as JSON, first body byte", f["jido_first"], "ms", "<= 50 ms",
+             med["jido_first"] <= 50, oxigraph_first_byte_ms=med["ox_first"]),
+        _row("100,000-row SELECT as JSON, rows/s vs Oxigraph server", f["ratio_rows"], "x",
+             ">= 0.9x", med["ratio_rows"] >= 0.9,
+             jido_rows_per_s=med["jido_rows"], oxigraph_rows_per_s=med["ox_rows"]),
     ]
 
 
-# --- HTTP servers side by side (issue 17): ours, gunicorn and granian, and Oxigraph's --------
-
-COMPARE_PER_CLIENT = 400  # small queries per client and repeat: a few seconds per server
-
-
-def _template_store(root: Path, data: Path) -> Path:
-    """A store directory holding the data (and the ontology), settled, to copy per server."""
-    from kg.store import EmbeddedStore
-    from kg.system_knowledge import ensure_ontology
-
-    path = root / "template"
-    store = EmbeddedStore(path)
-    try:
-        store.bulk_load(path=data, format=pyoxigraph.RdfFormat.N_TRIPLES)
-        ensure_ontology(store)
-    finally:
-        store.close()
-    return path
-
-
-def compare_servers(repeats: int = 5, *, kinds: tuple[str, ...] = http_servers.KINDS,
-                    per_client: int = COMPARE_PER_CLIENT) -> list[dict[str, object]]:
-    """Small-query throughput, p50 latency and a 100,000-row SELECT for each of `kinds` and
-    Oxigraph's server, in one run: the servers take turns within each repeat (the order
-    rotates), and each figure is also given as a ratio to Oxigraph's in the same repeat."""
-    import shutil
-
-    with tempfile.TemporaryDirectory(prefix="bench-servers-") as tmp:
-        root = Path(tmp)
-        data = root / "data.nt"
-        _data(data)
-        template = _template_store(root, data)
-        ox_process, ox_url = _oxigraph(root / "oxigraph", data)
-        servers: dict[str, http_servers.Server] = {}
-        try:
-            for kind in kinds:
-                store = root / f"store-{kind}"
-                shutil.copytree(template, store)
-                servers[kind] = http_servers.start(
-                    kind, port=free_port(), store=store,
-                    env={"KG_TOKENS": '{"bench": "admin"}', "KG_EMBEDDER": "none"})
-            for pid in [ox_process.pid, *(s.process.pid for s in servers.values())]:
-                _settle(pid)
-            urls = {"oxigraph": (ox_url, "/query", ox_process.pid),
-                    **{k: (s.url, "/sparql", s.process.pid) for k, s in servers.items()}}
-            return _compare(urls, repeats, per_client)
-        finally:
-            for server in servers.values():
-                server.stop()
-            ox_process.terminate()
-            ox_process.wait()
-
-
-def _compare(urls: dict[str, tuple[str, str, int]], repeats: int,
-             per_client: int) -> list[dict[str, object]]:
-    names = list(urls)
-    figures: dict[str, dict[str, list[float]]] = {
-        name: {"qps": [], "cpu_us": [], "p50_ms": [], "rows_per_s": []} for name in names}
-    ratios: dict[str, dict[str, list[float]]] = {
-        name: {"qps": [], "rows_per_s": []} for name in names}
-    for repeat in range(repeats):
-        order = names[repeat % len(names):] + names[:repeat % len(names)]
-        for name in order:
-            url, path, pid = urls[name]
-            before = http_servers.server_cpu_seconds(pid)
-            qps = _throughput(url, path, per_client=per_client)
-            cpu = http_servers.server_cpu_seconds(pid) - before
-            done = CLIENTS * per_client
-            figures[name]["qps"].append(qps)
-            figures[name]["cpu_us"].append(cpu / done * 1e6)
-            figures[name]["p50_ms"].append(
-                statistics.median(_latencies(_getter(url, path), LATENCY_N)) * 1000)
-            figures[name]["rows_per_s"].append(_large(url, path))
-        for name in names:
-            for metric in ("qps", "rows_per_s"):
-                ratios[name][metric].append(figures[name][metric][-1]
-                                            / figures["oxigraph"][metric][-1])
-        print(f"repeat {repeat + 1}/{repeats}: " + ", ".join(
-            f"{n} {figures[n]['qps'][-1]:,.0f} q/s" for n in names), file=sys.stderr)
-    rows = []
-    for name in names:
-        f, r = figures[name], ratios[name]
-        rows.append({"server": name, "repeats": repeats,
-                     "qps": statistics.median(f["qps"]),
-                     "qps_vs_oxigraph": statistics.median(r["qps"]),
-                     "qps_vs_oxigraph_all": [round(x, 2) for x in r["qps"]],
-                     "cpu_us_per_query": statistics.median(f["cpu_us"]),
-                     "p50_ms": statistics.median(f["p50_ms"]),
-                     "rows_per_s": statistics.median(f["rows_per_s"]),
-                     "rows_vs_oxigraph": statistics.median(r["rows_per_s"])})
-    return rows
+def _measure_huge(jido: tuple[str, int], ox: tuple[str, int]) -> list[dict[str, object]]:
+    j_before, j_peak = _peak_rss_serving(jido[0], "/sparql", jido[1])
+    o_before, o_peak = _peak_rss_serving(ox[0], "/query", ox[1])
+    return [
+        _row("peak RSS serving a 1,000,000-row SELECT as JSON", [j_peak], "MB",
+             "informational", None, rss_before_mb=j_before, growth_mb=j_peak - j_before,
+             oxigraph_peak_mb=o_peak, oxigraph_before_mb=o_before,
+             oxigraph_growth_mb=o_peak - o_before),
+    ]
 
 
 def main() -> None:
@@ -293,10 +296,12 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     repeats = int(args[0]) if args else 5
     if "--servers" in sys.argv:
+        from bench.sparql_servers import compare_servers
+
         for result in compare_servers(repeats):
             print(json.dumps(result))
         return
-    for row in run(repeats=repeats):
+    for row in run(repeats=repeats, quick="--quick" in sys.argv):
         extra = {k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()
                  if k not in ("scenario", "metric", "median", "p95", "unit", "target", "ok")}
         print(f"{row['metric']}: median {row['median']:.3f} {row['unit']} "
