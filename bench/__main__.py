@@ -15,6 +15,7 @@ from bench.harness import (
     ROOT,
     SCENARIOS,
     Outcome,
+    merged,
     outcomes_to_json,
     run_all,
 )
@@ -42,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--from-json", type=Path, metavar="FILE",
                         help="re-render the report from a results file (BENCHMARKS.json) "
                         "without running anything")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the other scenarios' figures of the report's results file "
+                        "(BENCHMARKS.json) and replace only those measured now")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 if any scenario failed or missed a target")
     return parser
@@ -77,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         outcomes = run_all(names, repeats=repeats, sizes=sizes, quick=args.quick,
                            timeout=timeout)
         seconds = time.perf_counter() - started
+    earlier = output.with_name(output.stem + ".json")
+    if args.merge and earlier.exists():
+        outcomes = merged([Outcome(**item) for item in json.loads(earlier.read_text())],
+                          outcomes)
+        seconds = sum(o.seconds for o in outcomes)
     path = write_report(outcomes, output=output, img_dir=img_dir, quick=args.quick,
                         repeats=repeats, sizes=sizes, seconds=seconds)
     results = path.with_name(path.stem + ".json")

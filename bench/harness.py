@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ __all__ = [
     "REQUIRED_KEYS",
     "SCENARIOS",
     "Outcome",
+    "merged",
     "run_all",
     "run_child",
 ]
@@ -39,7 +41,7 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[1]
 # The order the report lists them in; startup is this package's own scenario.
 SCENARIOS = ("shortterm", "longterm", "recall", "sparql", "context", "remote", "agent_reach",
-             "startup")
+             "startup", "explore")
 REQUIRED_KEYS = frozenset({"scenario", "metric", "median", "p95", "unit", "target", "ok"})
 FULL_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000,)
@@ -57,6 +59,7 @@ class Outcome:
     seconds: float = 0.0
     peak_rss_mb: float | None = None
     command: str = ""
+    measured: str = ""  # when it ran (UTC) and the load average then: a merged report mixes runs
 
     @property
     def passed(self) -> bool:
@@ -134,7 +137,9 @@ def command_for(name: str, n: int | None, *, quick: bool) -> str:
 
 def _run_one(name: str, n: int | None, *, repeats: int, quick: bool,
              timeout: float) -> Outcome:
-    outcome = Outcome(name, n, "ok", command=command_for(name, n, quick=quick))
+    outcome = Outcome(name, n, "ok", command=command_for(name, n, quick=quick),
+                      measured=f"{datetime.now(UTC):%Y-%m-%d %H:%M}, load "
+                               f"{os.getloadavg()[0]:.1f}")
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [sys.executable, "-m", "bench.harness", name, "--repeats", str(repeats),
@@ -189,6 +194,14 @@ def run_all(names: Sequence[str], *, repeats: int, sizes: Sequence[int], quick: 
             tqdm.write(f"bench.{name}: {outcome.status}: {outcome.error.strip()[-300:]}",
                        file=sys.stderr)
     return outcomes
+
+
+def merged(earlier: Sequence[Outcome], new: Sequence[Outcome]) -> list[Outcome]:
+    """`earlier` with each (scenario, size) that `new` measured replaced, in SCENARIOS order."""
+    fresh = {(o.scenario, o.n) for o in new}
+    kept = [o for o in earlier if (o.scenario, o.n) not in fresh]
+    order = {name: k for k, name in enumerate(SCENARIOS)}
+    return sorted([*kept, *new], key=lambda o: (order.get(o.scenario, len(order)), o.n or 0))
 
 
 def outcomes_to_json(outcomes: Sequence[Outcome]) -> list[dict[str, Any]]:

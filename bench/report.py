@@ -172,9 +172,11 @@ def write_report(outcomes: Sequence[Outcome], *, output: Path, img_dir: Path, qu
     if quick:
         lines += ["> **Smoke run (`--quick`)**: tiny sizes and one repeat; these numbers only",
                   "> show that the harness works. Run `make bench` for real figures.", ""]
-    lines += [f"Measured {now} in {seconds / 60:.1f} min, {repeats} repeats per figure "
+    lines += [f"Written {now}; {seconds / 60:.1f} min of measuring, {repeats} repeats per figure "
               f"(median and 95th percentile over the repeats), store sizes "
-              f"{', '.join(f'{s:,}' for s in sizes)} memories for the scenarios that take a size.",
+              f"{', '.join(f'{s:,}' for s in sizes)} memories for the scenarios that take a size. "
+              "When and at what load average (2 cores) each scenario ran is in the summary: "
+              "`--merge` re-measures some and keeps the others.",
               "", "## Machine", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {_fmt(v)} |" for k, v in machine().items()]
     lines += ["", "## Reproduce", "", "From a fresh clone (`make bench` creates `.venv` first):",
@@ -183,13 +185,14 @@ def write_report(outcomes: Sequence[Outcome], *, output: Path, img_dir: Path, qu
               "python -m bench --quick          # smoke run (tiny sizes, one repeat)", "```", "",
               "Generated stores are cached in `.cache/bench/` (`python -m bench.generator`"
               " builds one by hand).", "", "## Summary", "",
-              "| scenario | size | status | wall time | peak RSS (harness child) | command |",
-              "|---|---|---|---|---|---|"]
+              "| scenario | size | status | measured (UTC), load | wall time "
+              "| peak RSS (harness child) | command |",
+              "|---|---|---|---|---|---|---|"]
     for o in outcomes:
         rss = f"{o.peak_rss_mb:,.0f} MB" if o.peak_rss_mb is not None else "–"
         size = f"{o.n:,}" if o.n is not None else "–"
-        lines.append(f"| {o.scenario} | {size} | {_status(o)} | {o.seconds:.1f} s | {rss} | "
-                     f"`{o.command}` |")
+        lines.append(f"| {o.scenario} | {size} | {_status(o)} | {o.measured or '–'} | "
+                     f"{o.seconds:.1f} s | {rss} | `{o.command}` |")
     by_name: dict[str, list[Outcome]] = defaultdict(list)
     for o in outcomes:
         by_name[o.scenario].append(o)

@@ -47,3 +47,20 @@ def test_missing_and_broken_scenarios_are_reported_and_the_rest_still_run(
     assert results["startup"]["status"] == "ok"
     report = (tmp_path / "B.md").read_text()
     assert "**MISSING**" in report and "**FAILED**" in report
+
+
+def test_merge_keeps_other_scenarios_and_replaces_the_one_measured_again(
+        tmp_path: Path) -> None:
+    first = _bench(tmp_path, "--only", "startup", "--only", "no_such_scenario",
+                   "--sizes", "200")
+    assert first.returncode == 0, first.stderr
+    before = {r["scenario"]: r for r in json.loads((tmp_path / "B.json").read_text())}
+    again = _bench(tmp_path, "--only", "startup", "--sizes", "200", "--merge")
+    assert again.returncode == 0, again.stderr
+    after = {r["scenario"]: r for r in json.loads((tmp_path / "B.json").read_text())}
+    assert set(after) == {"startup", "no_such_scenario"}
+    assert after["no_such_scenario"] == before["no_such_scenario"]
+    assert after["startup"]["rows"] != before["startup"]["rows"]  # measured anew
+    assert after["startup"]["measured"].count(", load ") == 1
+    report = (tmp_path / "B.md").read_text()
+    assert "| startup | 200 | pass |" in report and "**MISSING**" in report
