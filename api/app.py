@@ -53,5 +53,9 @@ def create_app(settings: Settings | None = None, *, store: Store | None = None) 
     from api import admin
 
     admin.install(app)
+    # Memory explorer (issue 21): /explore pages over the same memory service and auth.
+    from api import explore
+
+    explore.install(app)
     register_error_handlers(app)
     return app
