@@ -12,6 +12,7 @@ from api.auth import Principal, require
 from api.media_types import GRAPH_TYPES, best_offer, negotiate_graph, rdf_format_of
 from api.services import services
 from api.sparql import executor
+from api.stream import result_response
 from kg.errors import NotFoundError, PermissionDeniedError, QuerySyntaxError, ValidationError
 from kg.graphs import project_of_graph
 from kg.store.base import GraphName
@@ -95,10 +96,9 @@ def _read(graph: GraphName | None, principal: Principal) -> Response:
         if isinstance(graph, NamedNode) and not store.contains_graph(graph):
             raise NotFoundError(f"no graph {graph.value}", details={"graph": graph.value})
     timeout = services().settings.query_timeout
-    body = executor().dump(graph, format=fmt, timeout=timeout)
-    response = Response(body, content_type=f"{media_type}; charset=utf-8")
-    response.headers["Vary"] = "Accept"
-    return response
+    output = executor().dump(graph, format=fmt, timeout=timeout)
+    return result_response(output, media_type,
+                           accept_encoding=request.headers.get("Accept-Encoding", ""))
 
 
 def _negotiate_one_graph() -> tuple[str, RdfFormat]:

@@ -142,6 +142,11 @@ class QueryExecutor:
         channel = Channel()
         work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri,
                                 channel=channel)
+        return self._streamed(work, channel, timeout)
+
+    def _streamed(self, work: Callable[[_Task[QueryOutput]], QueryOutput], channel: Channel,
+                  timeout: float) -> QueryOutput:
+        """Run `work` in a worker; its output whole, or streamed once it outgrows SPILL_BYTES."""
         task = self._submit(work, timeout)
 
         def abandon() -> BaseException | None:
@@ -249,15 +254,21 @@ class QueryExecutor:
 
         return work
 
-    def dump(self, graph: GraphName | None, *, format: RdfFormat, timeout: float) -> bytes:
-        """Serialise one graph (None: the whole dataset) in a worker, cancelled at the deadline."""
+    def dump(self, graph: GraphName | None, *, format: RdfFormat,
+             timeout: float) -> QueryOutput:
+        """Serialise one graph (None: the whole dataset) in a worker, cancelled at the deadline;
+        streamed like a query's result once it outgrows SPILL_BYTES."""
+        channel = Channel()
 
-        def work(task: _Task[bytes]) -> bytes:
-            sink = Sink(task, "graph", format, cap=0)
-            self.store.dump(sink, format=format, from_graph=graph)  # type: ignore[arg-type]
-            return sink.finish().body
+        def work(task: _Task[QueryOutput]) -> QueryOutput:
+            try:
+                sink = Sink(task, "graph", format, cap=0, spill=channel.spill(task))
+                self.store.dump(sink, format=format, from_graph=graph)  # type: ignore[arg-type]
+                return sink.finish()
+            finally:
+                channel.end(task)
 
-        return self._run(work, timeout=timeout)
+        return self._streamed(work, channel, timeout)
 
     def update(self, sparql: str, *, timeout: float, base_iri: str | None = None) -> None:
         """Run an update in a worker (it cannot be cancelled: a 504 does not undo it)."""

@@ -216,6 +216,23 @@ def test_every_format_streams_the_same_answer(big: RunningServer, local: pyoxigr
         assert len(_solutions(body, media_type)) >= MEDIUM
 
 
+@pytest.mark.parametrize("media_type", ["application/n-triples", "text/turtle"])
+def test_a_graph_store_get_streams_the_whole_graph(big: RunningServer, local: pyoxigraph.Store,
+                                                   media_type: str) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", big.port, timeout=120)
+    connection.request("GET", "/store?default", headers={"Accept": media_type})
+    response = connection.getresponse()
+    assert response.status == 200
+    assert response.getheader("Content-Type", "").startswith(media_type)
+    assert response.getheader("Transfer-Encoding") == "chunked"  # not held whole first
+    body = response.read()
+    connection.close()
+    expected = local.dump(format=GRAPHS[media_type], from_graph=pyoxigraph.DefaultGraph())
+    assert expected is not None
+    assert _triples(body, media_type) == _triples(expected, media_type)
+    assert len(_triples(body, media_type)) == BIG + MEDIUM
+
+
 def test_describe_streams_the_same_answer(big: RunningServer, local: pyoxigraph.Store) -> None:
     query = f"DESCRIBE ?s WHERE {{ ?s <{EX}medium> ?o }}"
     connection, response = _open(big, query, accept="application/n-triples")
