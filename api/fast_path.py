@@ -26,6 +26,7 @@ from api.stream import FastStream, accepts_gzip, gzip_chunks, result_response, s
 from api.transport import GZIP_MIN_BYTES
 from kg.errors import QueryTimeoutError
 from kg.settings import Settings
+from kg.sparql.recall_service import mentions_recall
 from kg.store.execution import QueryExecutor, QueryOutput
 from kg.store.guard import check_nesting
 
@@ -146,8 +147,8 @@ class QueryFastPath:
         try:
             operation = read_query_string(environ.get("QUERY_STRING", ""), self.settings,
                                           only=_FAST_PATHS[path])
-            if operation is None:
-                return None
+            if operation is None or mentions_recall(operation.text):
+                return None  # a recall SERVICE runs recall per request: the view does that
             check_nesting(operation.text)
             principal = principal_for(self.app, environ.get("HTTP_AUTHORIZATION", ""))
             if principal.role is None:

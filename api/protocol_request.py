@@ -13,6 +13,7 @@ from api.errors import UnsupportedMediaTypeError
 from api.url_form import form_fields
 from kg.errors import ValidationError
 from kg.settings import Settings
+from kg.sparql.entailment import regime
 
 __all__ = ["Operation", "read_operation", "read_query_string"]
 
@@ -33,6 +34,7 @@ class Operation:
     default_graphs: list[NamedNode]
     named_graphs: list[NamedNode]
     timeout: float
+    entailment: str | None = None  # `entailment=rdfs` (kg.sparql.entailment), queries only
 
 
 def read_operation(settings: Settings, *, only: str | None = None) -> Operation | None:
@@ -84,12 +86,17 @@ def _operation(kind: Literal["query", "update"], source: dict[str, list[str]],
     if len(texts) != 1:
         raise ValidationError(f"send exactly one '{kind}' parameter, not {len(texts)}")
     default_key, named_key = _DATASET[kind]
+    entailment = regime(params.get("entailment", []))
+    if entailment is not None and kind == "update":
+        raise ValidationError("entailment applies to queries, not to updates",
+                              details={"parameter": "entailment"})
     return Operation(
         kind=kind,
         text=texts[0],
         default_graphs=[_iri(v, default_key) for v in params.get(default_key, [])],
         named_graphs=[_iri(v, named_key) for v in params.get(named_key, [])],
         timeout=_timeout(params.get("timeout", []), settings),
+        entailment=entailment,
     )
 
 

@@ -7,7 +7,7 @@ function here, so both refuse, scope and negotiate it alike.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -20,6 +20,8 @@ from api.protocol_request import Operation
 from kg.errors import PermissionDeniedError
 from kg.graphs import project_graphs
 from kg.settings import Settings
+from kg.sparql.entailment import entail
+from kg.sparql.recall_service import SERVICE_IRI
 from kg.store.execution import QueryOutput, ResultFormats
 from kg.store.lexer import dataset_clauses, mentions_keyword, query_form
 from kg.store.remote_access import check_remote_access
@@ -45,15 +47,22 @@ class QueryPlan:
 
 def plan_query(operation: Operation, principal: Principal, base: str, settings: Settings, *,
                accept: str) -> QueryPlan:
-    """Check a query (SERVICE/LOAD, dataset, Accept) without running it; raise if refused."""
+    """Check a query (SERVICE/LOAD, dataset, Accept) without running it; raise if refused.
+
+    With `entailment=rdfs` the plan holds the query rewritten for it (kg.sparql.entailment);
+    recall SERVICE blocks are left for the view to run (api.recall_service).
+    """
     if not principal.is_admin and mentions_keyword(operation.text, "SERVICE", "LOAD"):
-        check_remote_access(operation.text, allowed=settings.fetch_allowlist, base=base)
+        check_remote_access(operation.text, allowed=settings.fetch_allowlist, base=base,
+                            local=(SERVICE_IRI,))
     default_graph, named_graphs = _dataset(operation, principal, base)
     form = query_form(operation.text)
     results = negotiate_results(required=form in ("SELECT", "ASK"), accept=accept)
     graph = negotiate_graph(accept=accept) if form in ("CONSTRUCT", "DESCRIBE") else None
     if form is None:  # malformed: let the parser say why, in the results format if any
         graph = None
+    if operation.entailment is not None:
+        operation = replace(operation, text=entail(operation.text, base=base))
     return QueryPlan(operation, base, default_graph, named_graphs, results, graph)
 
 

@@ -6,6 +6,8 @@ from flask import Response, redirect, url_for
 from pyoxigraph import BlankNode, Literal, NamedNode, Quad, Triple, serialize
 
 from api.media_types import GRAPH_TYPES, RESULT_TYPES, best_offer, negotiate_graph
+from kg.sparql.entailment import REGIMES
+from kg.sparql.recall_service import SERVICE_IRI
 
 __all__ = ["SD", "description", "response"]
 
@@ -38,6 +40,20 @@ def description(endpoint: str) -> list[Triple]:
         (service, NamedNode("http://www.w3.org/2000/01/rdf-schema#comment"),
          Literal("jido-kg: knowledge-graph memory for LLM agents (SPARQL 1.1 over pyoxigraph). "
                  "SERVICE and LOAD reach only allow-listed targets.")),
+    ]
+    # entailment=rdfs (docs/sparql.md) and the recall SERVICE, answered in-process.
+    triples += [(service, _sd("supportedEntailmentRegime"), NamedNode(r))
+                for r in REGIMES.values()]
+    recall = NamedNode(SERVICE_IRI)
+    triples += [
+        (service, _sd("feature"), recall),
+        (recall, _RDF_TYPE, _sd("Feature")),
+        (recall, NamedNode("http://www.w3.org/2000/01/rdf-schema#label"),
+         Literal("recall SERVICE")),
+        (recall, NamedNode("http://www.w3.org/2000/01/rdf-schema#comment"),
+         Literal("SERVICE <https://jido.ai/recall> { [] recall:query \"…\" ; recall:project "
+                 "\"…\" ; recall:hit ?m ; recall:score ?s } joins the memory service's own "
+                 "recall with the query (terms: <https://jido.ai/recall#>, served at /recall).")),
     ]
     triples += [(service, _sd("resultFormat"), NamedNode(_FORMATS + f)) for f in _RESULT_FORMATS]
     triples += [(service, _sd("inputFormat"), NamedNode(_FORMATS + f))

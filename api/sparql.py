@@ -10,14 +10,16 @@ from __future__ import annotations
 
 from flask import Blueprint, Flask, Response, current_app, request
 
-from api import service_description
+from api import recall_service, service_description
 from api.auth import require
 from api.fast_path import QueryFastPath
 from api.protocol_request import Operation, read_operation
 from api.query_plan import current_url, media_type, plan_query, query_options
+from api.recall_service import expand_recall
 from api.services import services
 from api.stream import result_response
 from kg.settings import Settings
+from kg.sparql.recall_service import SERVICE_IRI
 from kg.store import Store
 from kg.store.execution import QueryExecutor
 from kg.store.guard import check_nesting
@@ -37,6 +39,7 @@ def install(app: Flask, *, settings: Settings, store: Store) -> None:
         store, workers=settings.threads, max_runaway=settings.max_runaway_queries
     )
     app.register_blueprint(blueprint)
+    app.register_blueprint(recall_service.blueprint)  # GET /recall: the recall: vocabulary
     app.wsgi_app = QueryFastPath(  # type: ignore[method-assign]
         app, app.wsgi_app, settings=settings, runner=app.extensions[_KEY]
     )
@@ -89,9 +92,11 @@ def _handle(*, only: str | None) -> Response:
 
 
 def _run_query(operation: Operation, settings: Settings) -> Response:
-    plan = plan_query(operation, require("read"), endpoint_iri(), settings,
+    principal = require("read")
+    plan = plan_query(operation, principal, endpoint_iri(), settings,
                       accept=request.headers.get("Accept", ""))
-    output = executor().query(operation.text, **query_options(plan, settings))
+    text = expand_recall(plan.operation.text, principal, base=plan.base)
+    output = executor().query(text, **query_options(plan, settings))
     return result_response(output, media_type(plan, output),
                            accept_encoding=request.headers.get("Accept-Encoding", ""))
 
@@ -100,9 +105,10 @@ def _run_update(operation: Operation, settings: Settings) -> Response:
     principal = require("write")
     base = endpoint_iri()
     if not principal.is_admin:
-        check_remote_access(operation.text, allowed=settings.fetch_allowlist, base=base)
+        check_remote_access(operation.text, allowed=settings.fetch_allowlist, base=base,
+                            local=(SERVICE_IRI,))
     text = with_using(
-        operation.text,
+        expand_recall(operation.text, principal, base=base),
         default=[g.value for g in operation.default_graphs],
         named=[g.value for g in operation.named_graphs],
     )

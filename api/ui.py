@@ -27,6 +27,23 @@ EXAMPLE_QUERY = """SELECT ?memory ?type ?content WHERE {
             jido:content ?content .
   }
 } LIMIT 25"""
+# More example tabs (docs/sparql.md): recall inside SPARQL, and a class-aware query that needs
+# the page's "RDFS entailment" switch (entailment=rdfs) to find subclass members.
+EXAMPLES = {
+    "Recall in SPARQL": """PREFIX recall: <https://jido.ai/recall#>
+SELECT ?memory ?score ?content WHERE {
+  SERVICE <https://jido.ai/recall> {
+    [] recall:query "where are orders stored" ; recall:project "shop" ; recall:limit 5 ;
+       recall:hit ?memory ; recall:score ?score
+  }
+  GRAPH ?g { ?memory jido:content ?content }
+} ORDER BY DESC(?score)""",
+    "Decisions (tick RDFS entailment)": """SELECT ?decision ?type ?content WHERE {
+  GRAPH ?g {
+    ?decision a jido:Decision ; a ?type ; jido:content ?content .
+  }
+} LIMIT 25""",
+}
 
 
 @blueprint.get("/")
@@ -40,6 +57,8 @@ def index() -> Response:
         prefixes=PREFIXES,
         example="".join(f"PREFIX {p}: <{iri}>\n" for p, iri in PREFIXES.items())
         + "\n" + EXAMPLE_QUERY,
+        examples={name: "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in PREFIXES.items())
+                  + "\n" + text for name, text in EXAMPLES.items()},
         missing=missing,
     )
     return Response(page, status=200 if not missing else 503, mimetype="text/html")

@@ -41,7 +41,7 @@ __all__ = [
 ROOT = Path(__file__).resolve().parents[1]
 # The order the report lists them in; startup is this package's own scenario.
 SCENARIOS = ("shortterm", "longterm", "recall", "sparql", "context", "remote", "agent_reach",
-             "startup", "explore")
+             "startup", "explore", "sparql_beyond")
 REQUIRED_KEYS = frozenset({"scenario", "metric", "median", "p95", "unit", "target", "ok"})
 FULL_SIZES = (10_000, 100_000, 1_000_000)
 QUICK_SIZES = (1_000,)

@@ -6,8 +6,8 @@ prefixed name (`ex:service`) does not count, while every real SERVICE or LOAD ke
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from urllib.parse import urlsplit
+from collections.abc import Collection, Sequence
+from urllib.parse import urljoin, urlsplit
 
 from kg.errors import PermissionDeniedError
 from kg.store.guard import measure
@@ -30,7 +30,10 @@ def remote_targets(text: str, *, base: str | None = None) -> list[tuple[str, str
     declared = prefixes(tokens)
     found: list[tuple[str, str | None]] = []
     for k, token in enumerate(tokens):
-        if token.is_keyword("SERVICE", "LOAD"):
+        if token.is_keyword("BASE") and k + 1 < len(tokens) and tokens[k + 1].kind == "iri":
+            # The text's own BASE resolves what follows it, as pyoxigraph resolves it.
+            base = urljoin(base, tokens[k + 1].text) if base else tokens[k + 1].text
+        elif token.is_keyword("SERVICE", "LOAD"):
             target = _target(tokens, k + 1)
             iri = resolve(target, declared, base) if target is not None else None
             found.append((token.text.upper(), iri))
@@ -38,9 +41,14 @@ def remote_targets(text: str, *, base: str | None = None) -> list[tuple[str, str
 
 
 def check_remote_access(
-    text: str, *, allowed: Sequence[str], base: str | None = None
+    text: str, *, allowed: Sequence[str], base: str | None = None,
+    local: Collection[str] = (),
 ) -> None:
-    """Raise RemoteAccessDeniedError unless every SERVICE/LOAD target starts with an allowed IRI."""
+    """Raise RemoteAccessDeniedError unless every SERVICE/LOAD target starts with an allowed IRI.
+
+    A SERVICE whose target is exactly one of `local` is answered in-process, not fetched (the
+    recall SERVICE, kg.sparql.recall_service), so it passes.
+    """
     if not mentions_keyword(text, "SERVICE", "LOAD"):
         return
     if measure(text).divergent:
@@ -52,6 +60,8 @@ def check_remote_access(
             details={"keyword": None, "target": None, "allowed": list(allowed)},
         )
     for keyword, iri in remote_targets(text, base=base):
+        if keyword == "SERVICE" and iri is not None and iri in local:
+            continue
         if iri is None or not _allowed(iri, allowed):
             shown = iri if iri is not None else "a variable or unresolvable name"
             raise RemoteAccessDeniedError(
