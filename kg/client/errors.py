@@ -15,6 +15,8 @@ from typing import Any
 # Loaded so that an answer's code finds its class in any process: these modules define the
 # service's remaining kg errors (kg.memory_service, which the records need, brings the rest).
 import kg.memory_service
+import kg.sparql.entailment
+import kg.sparql.recall_request
 import kg.store.execution
 import kg.store.remote_access  # noqa: F401
 from kg.errors import (
