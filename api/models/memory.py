@@ -127,7 +127,10 @@ class RecallRequest(InputModel):
     )
     min_confidence: Score = 0.0
     limit: Annotated[int, Field(ge=1, le=50)] = 10
-    mode: Literal["hybrid", "text", "semantic"] = "hybrid"
+    mode: Literal["hybrid", "text", "semantic", "rerank"] = Field(
+        default="hybrid", description="hybrid: keywords, time and question keys (and the "
+        "service's embedder, if any); text: keywords only; semantic: the embedder alone; "
+        "rerank: hybrid's best 40 reordered by the MiniLM model (slower; needs its package).")
     as_of: datetime | None = None
     namespace_prefix: Namespace | None = Field(
         default=None, description="Only key-value items in or below this namespace path ('' "

@@ -124,7 +124,7 @@ class RecallArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str
-    mode: Literal["text", "semantic", "hybrid"] = "hybrid"
+    mode: Literal["text", "semantic", "hybrid", "rerank"] = "hybrid"
     type: MemoryType | None = Field(default=None, validation_alias=_TYPE_FIELD)
     min_confidence: float = 0.5
     limit: int = Field(default=10)
@@ -144,9 +144,9 @@ class RecallArgs(BaseModel):
     def _mode(cls, value: object) -> str:
         if value is None:
             return "hybrid"
-        if value not in ("text", "semantic", "hybrid"):
+        if value not in ("text", "semantic", "hybrid", "rerank"):
             raise _fail("invalid_mode", f"invalid mode {value!r}; expected one of: "
-                                        "text, semantic, hybrid")
+                                        "text, semantic, hybrid, rerank")
         return str(value)
 
     @field_validator("type", mode="before")

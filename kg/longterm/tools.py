@@ -82,8 +82,10 @@ TOOL_DEFINITIONS: list[dict[str, Any]] = [
                 "query": {"type": "string", "minLength": 1,
                           "description": f"What to look for (at most {MAX_QUERY_BYTES:,} "
                                          "bytes)."},
-                "mode": {"type": "string", "enum": ["text", "semantic", "hybrid"],
-                         "default": "hybrid", "description": "Keyword, embedding or both."},
+                "mode": {"type": "string", "enum": ["text", "semantic", "hybrid", "rerank"],
+                         "default": "hybrid",
+                         "description": "Keyword, embedding or both; rerank: the best hybrid "
+                                        "candidates reordered by a small model (slower)."},
                 "type": {"type": "string", "enum": _TYPES,
                          "description": "Only memories of this kind."},
                 "min_confidence": {"type": "number", "minimum": 0, "maximum": 1,

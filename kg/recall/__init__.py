@@ -19,6 +19,7 @@ from kg.recall.fusion import FusionWeights
 from kg.recall.helper_queries import DecisionAlternatives, QueryHelpers, RelatedMemory
 from kg.recall.keyword_index import KeywordIndex
 from kg.recall.query_text import InvalidQueryError
+from kg.recall.reranker import Reranker, RerankUnavailableError
 
 __all__ = [
     "MODES",
@@ -32,6 +33,8 @@ __all__ = [
     "RecallEngine",
     "RecallHit",
     "RelatedMemory",
+    "RerankUnavailableError",
+    "Reranker",
     "WordLlamaEmbedder",
     "embedder_of",
     "index_location",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
@@ -22,9 +22,10 @@ from kg.recall.embedding import Embedder
 from kg.recall.fusion import FusionWeights, Scored, fuse
 from kg.recall.index_key import query_keys
 from kg.recall.index_search import Candidate, Filters, IndexSearch
-from kg.recall.keyword_index import IndexFingerprint, KeywordIndex
+from kg.recall.keyword_index import IndexFingerprint, KeywordIndex, memory_body
 from kg.recall.memory_record import epoch
 from kg.recall.query_text import query_tokens, validate_query
+from kg.recall.reranker import Reranker
 from kg.resources import query_text
 from kg.settings import MEMORY_STORE, Settings
 from kg.store import Store
@@ -34,7 +35,7 @@ __all__ = ["MODES", "MemorySource", "RecallEngine", "RecallHit", "index_location
 
 log = logging.getLogger(__name__)
 
-MODES = ("text", "semantic", "hybrid")
+MODES = ("text", "semantic", "hybrid", "rerank")
 MAX_LIMIT = 50
 KEYWORD_CANDIDATES = 200  # BM25 candidates a hybrid recall reranks with cosine
 SEMANTIC_CANDIDATES = 50  # embedding-only candidates added in hybrid mode …
@@ -97,6 +98,7 @@ class RecallEngine:
         index: KeywordIndex | None = None,
         weights: FusionWeights | None = None,
         record_access: bool = True,
+        reranker: Reranker | None = None,
     ) -> None:
         self.store = store
         self.memories = memories
@@ -104,6 +106,7 @@ class RecallEngine:
         self.search = IndexSearch(self.index)
         self.weights = weights or self.default_weights()
         self.record_access = record_access
+        self.reranker = reranker or Reranker()  # mode "rerank"; loads MiniLM at its first use
 
     @property
     def listener(self) -> KeywordIndex:
@@ -147,9 +150,12 @@ class RecallEngine:
             )
         if mode == "semantic" and self.embedder is None:
             raise ValidationError("semantic recall needs an embedder; this index has none")
-        top = self._rank(filters, query, mode=mode, now=datetime.now(UTC).timestamp(),
-                         limit=limit)
-        records = self.search.records([s.candidate.seq for s in top])
+        now = datetime.now(UTC).timestamp()
+        if mode == "rerank":
+            top, records = self._reranked(filters, query, now=now, limit=limit)
+        else:
+            top = self._rank(filters, query, mode=mode, now=now, limit=limit)
+            records = self.search.records([s.candidate.seq for s in top])
         hits = [
             RecallHit(records[s.candidate.seq], s.score, s.keyword, s.semantic, s.recency,
                       s.frequency, s.salience)
@@ -189,6 +195,27 @@ class RecallEngine:
                 candidates = [c for c in candidates
                               if c.bm25 > 0 or cosines.get(c.seq, 0.0) >= floor]
         return fuse(candidates, cosines, now=now, weights=self.weights, limit=limit)
+
+    def _reranked(self, filters: Filters, query: str, *, now: float,
+                  limit: int) -> tuple[list[Scored], dict[int, Memory]]:
+        """The fast path's best candidates reordered with MiniLM's cosines (reranker.py)."""
+        reranker = self.reranker
+        _ = reranker.model  # RerankUnavailableError (400) before any work
+        first = self._rank(filters, query, mode="hybrid", now=now,
+                           limit=max(limit, reranker.candidates))
+        records = self.search.records([s.candidate.seq for s in first])
+        kept = [s.candidate for s in first if s.candidate.seq in records]
+        known: dict[str, np.ndarray] = {}
+        if reranker.uses(self.embedder):  # KG_EMBEDDER=minilm: the stored vectors
+            seqs, rows = self.search.vectors([c.seq for c in kept], project=filters.project)
+            known = {records[s].id: row.astype(np.float32) / 127.0
+                     for s, row in zip(seqs, rows, strict=True)}
+        cosines = reranker.cosines(
+            query, [(records[c.seq].id, memory_body(records[c.seq])) for c in kept], known)
+        weights = replace(self.weights, semantic=self.weights.rerank)
+        scored = fuse(kept, dict(zip([c.seq for c in kept], cosines, strict=True)), now=now,
+                      weights=weights, limit=limit)
+        return scored, records
 
     def _semantic(self, filters: Filters, vector: np.ndarray, *, mode: str) -> list[Candidate]:
         size = self.search.project_size(filters.project)

@@ -23,7 +23,7 @@ from kg.recall.matrix_layout import Change
 from kg.recall.memory_record import epoch, memory_to_json
 from kg.recall.text_index import TextDocument, TextIndex
 
-__all__ = ["NEIGHBOURS", "IndexFingerprint", "KeywordIndex", "text_location"]
+__all__ = ["NEIGHBOURS", "IndexFingerprint", "KeywordIndex", "memory_body", "text_location"]
 
 NEIGHBOURS = 2  # memories on each side in the same session whose text is indexed as context
 TEXT_COMMIT_INTERVAL = 1.0  # seconds between commits of the keyword index while writes come
@@ -240,7 +240,7 @@ class KeywordIndex:
             with self._transaction():
                 done = 0
                 for chunk in _chunks(memories, batch):
-                    bodies = [_body(m) for m in chunk]
+                    bodies = [memory_body(m) for m in chunk]
                     vectors: list[bytes | None] = [None] * len(chunk)
                     if self.embedder is not None:
                         vectors = [v.tobytes() for v in quantize(self.embedder.embed(bodies))]
@@ -303,7 +303,7 @@ class KeywordIndex:
 
     def _upsert(self, memory: Memory) -> bool:
         """Write one row; True if its text changed (not just counts or retirement)."""
-        body = _body(memory)
+        body = memory_body(memory)
         old = self.db.execute(
             "SELECT seq, body, session, timestamp, embedding, type, project FROM memory"
             " WHERE id = ?", (memory.id,),
@@ -446,7 +446,8 @@ def _keys(body: str, moment: float) -> tuple[str, ...]:
     return tuple(memory_keys(body, datetime.fromtimestamp(moment, UTC)))
 
 
-def _body(memory: Memory) -> str:
+def memory_body(memory: Memory) -> str:
+    """The text a memory is indexed and embedded by: its content, then its rationale."""
     return memory.content if not memory.rationale else f"{memory.content} {memory.rationale}"
 
 

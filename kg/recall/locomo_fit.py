@@ -17,6 +17,7 @@ GRID: Mapping[str, Sequence[float]] = {
     "semantic": (0.0, 0.25, 0.5, 1.0, 1.5),
     "time": (0.0, 1.0, 2.0, 4.0),
     "cue": (0.0, 0.05, 0.1, 0.3),
+    "rerank": (0.5, 1.0, 1.5, 2.0, 3.0),  # mode "rerank" only
 }
 
 
@@ -65,6 +66,8 @@ def cross_validate(dataset: LocomoSet, *, mode: str = "hybrid",
     base = dataset.engine.default_weights()
     if dataset.engine.embedder is None or mode == "text":
         grid = {**grid, "semantic": (base.semantic,)}  # no cosine: the weight changes nothing
+    if mode != "rerank":
+        grid = {**grid, "rerank": (base.rerank,)}
     results: list[tuple[FusionWeights, LocomoResult]] = []
     names = list(grid)
     for values in itertools.product(*(grid[n] for n in names)):

