@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ServerProcess", "free_port", "start_server"]
+__all__ = ["ServerProcess", "free_port", "start_server", "tree_rss_kb", "wait_healthy"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,14 +51,9 @@ class ServerProcess:
         return self.process.poll() is None
 
     def rss_kb(self) -> int:
-        """Resident memory (VmRSS) of the server process in KiB, 0 once it has exited."""
-        try:
-            for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        except OSError:
-            pass
-        return 0
+        """Resident memory (VmRSS) of the server's process tree in KiB: the supervisor and its
+        worker, which holds the store (pages they share are counted twice); 0 once exited."""
+        return tree_rss_kb(self.pid)
 
     def kill(self) -> None:
         """SIGKILL: no flush, no clean shutdown (what a power cut or the OOM killer does)."""
@@ -133,3 +128,19 @@ def start_server(store: Path, *, env: dict[str, str] | None = None, timeout: flo
         return server
     server.kill()
     raise RuntimeError(f"server did not answer /health within {timeout:.0f} s")
+
+
+def tree_rss_kb(pid: int) -> int:
+    """VmRSS of a process and all its descendants, in KiB (0 for a process that is gone)."""
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            for line in Path(f"/proc/{current}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        todo += [int(c) for c in children]
+    return total

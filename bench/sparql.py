@@ -32,7 +32,7 @@ from urllib.parse import quote, urlsplit
 import pyoxigraph
 
 from bench import http_servers
-from bench.server import ServerProcess, free_port, start_server
+from bench.server import ServerProcess, free_port, start_server, tree_rss_kb
 
 __all__ = ["CLIENTS", "LATENCY_N", "getter", "large_rows_per_s", "latencies", "main",
            "oxigraph", "run", "settle", "throughput", "write_data"]
@@ -151,19 +151,7 @@ def _large(url: str, path: str, *, rows: int = N_TRIPLES) -> tuple[float, float]
 
 
 def _tree_rss_mb(pid: int) -> float:
-    """Resident memory of a process and its descendants, in MB."""
-    total, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            for line in Path(f"/proc/{current}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1])
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        todo += [int(c) for c in children]
-    return total / 1024
+    return tree_rss_kb(pid) / 1024
 
 
 def _peak_rss_serving(url: str, path: str, pid: int) -> tuple[float, float]:

@@ -1,7 +1,8 @@
 """Startup and resident memory of the service on an existing store of n memories.
 
 Startup is the time from process start to the first 200 from /health; resident memory is the
-server's VmRSS after it has answered a few real queries over the whole store.
+server's resident memory (VmRSS of the supervisor and its worker, which holds the store) after
+it has answered a few real queries over the whole store.
 """
 
 from __future__ import annotations

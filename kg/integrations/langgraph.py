@@ -79,7 +79,7 @@ class JidoStore(BaseStore):
         self.session_id = session_id
         self.agent = agent
         self.memory_type = parse_term(MemoryType, memory_type)
-        self.recall_mode = recall_mode  # search(query=…): "hybrid", "semantic" or "text"
+        self.recall_mode = recall_mode  # search(query=…): "hybrid", "text", "semantic" or "rerank"
 
     # -- BaseStore ------------------------------------------------------------------------------
 
