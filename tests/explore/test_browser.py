@@ -7,7 +7,6 @@ docs/img/explore/ by this run, so the user documentation shows the pages as they
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,19 +16,15 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.browser import chromium
 from tests.conftest import ROOT, RunningServer, start_server
 from tests.explore.conftest import READ, TOKENS, WRITE
 
 SHOTS = ROOT / "docs" / "img" / "explore"
-FLAGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run",
-         "--disable-dev-shm-usage", "--window-size=1280,1000"]
 RETIRED_ASK = ("PREFIX jido: <https://jido.ai/ontology#>\n"
                "ASK { GRAPH ?g { <https://jido.ai/data/memory/%s> jido:retiredAt ?when } }")
 
@@ -86,16 +81,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
-    """Debian's chromium through Debian's chromedriver, logging every network request."""
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "chromium/chromium-driver missing: run `make setup`"
-    options = Options()
-    options.binary_location = chromium
-    for flag in FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    chrome = webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    """One headless Chromium for the module, logging every network request."""
+    chrome = chromium(tmp_path_factory.mktemp("chromium-profile"), log_network=True)
     yield chrome
     chrome.quit()
 

@@ -2,36 +2,24 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from api.ui import STATIC_DIR, YASGUI_FILES
+from tests.browser import chromium
 from tests.conftest import RunningServer
-
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run",
-         "--disable-dev-shm-usage", "--window-size=1280,900"]
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[webdriver.Chrome]:
-    """Debian's chromium driven by Debian's chromedriver (installed by `make setup`)."""
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver, "chromium/chromium-driver missing: run `make setup`"
-    options = Options()
-    options.binary_location = chromium
-    for flag in FLAGS:
-        options.add_argument(flag)
-    chrome = webdriver.Chrome(options=options, service=Service(executable_path=driver))
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+    """One headless Chromium for the module."""
+    chrome = chromium(tmp_path_factory.mktemp("chromium-profile"), size=(1280, 900))
     yield chrome
     chrome.quit()
 
