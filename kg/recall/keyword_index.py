@@ -356,23 +356,33 @@ class KeywordIndex:
         return found
 
     def _refresh_text(self, seqs: Iterable[int]) -> None:
+        # One read for every row involved (the memories and their neighbours): a remember
+        # re-indexes itself and its neighbours, whose contexts overlap (was ~35 queries).
+        wanted = list(dict.fromkeys(seqs))
+        around = {seq: self._neighbours(seq) for seq in wanted}
+        rows = self._rows({*wanted, *(n for found in around.values() for n in found)})
         documents = []
-        for seq in seqs:
-            row = self.db.execute(
-                "SELECT project, body, type, timestamp FROM memory WHERE seq = ?",
-                (seq,)).fetchone()
+        for seq in wanted:
+            row = rows.get(seq)
             if row is None:
                 continue
-            context = [
-                s for n in self._neighbours(seq)
-                for r in self.db.execute("SELECT body FROM memory WHERE seq = ?", (n,))
-                for s in stems(r[0])
-            ]
-            documents.append(TextDocument(seq, row[0], row[2], stems(row[1]), context,
-                                          _keys(row[1], row[3])))
+            project, body, kind, moment = row
+            context = [s for n in around[seq] if n in rows for s in _stems(rows[n][1])]
+            documents.append(TextDocument(seq, project, kind, list(_stems(body)), context,
+                                          _keys(body, moment)))
         if documents:
             self._text_write()
             self.text.put(documents)
+
+    def _rows(self, seqs: set[int]) -> dict[int, tuple[str, str, str, float]]:
+        """(project, body, type, timestamp) of each of `seqs` that exists."""
+        found: dict[int, tuple[str, str, str, float]] = {}
+        for chunk in _chunks(sorted(seqs), 500):
+            marks = ",".join("?" * len(chunk))
+            sql = f"SELECT seq, project, body, type, timestamp FROM memory WHERE seq IN ({marks})"
+            for seq, *row in self.db.execute(sql, chunk):
+                found[seq] = (row[0], row[1], row[2], row[3])
+        return found
 
     def _text_write(self) -> None:
         """Mark the text dirty (inside the caller's SQLite transaction) before writing to it."""
@@ -435,6 +445,12 @@ class _Transaction:
 
     def __exit__(self, kind: object, *_: object) -> None:
         self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+
+@lru_cache(maxsize=1024)
+def _stems(body: str) -> tuple[str, ...]:
+    # A body is stemmed for itself and as context of up to 2 * NEIGHBOURS others, in a row.
+    return tuple(stems(body))
 
 
 @lru_cache(maxsize=1024)
