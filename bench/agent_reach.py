@@ -33,7 +33,6 @@ import argparse
 import json
 import os
 import random
-import shutil
 import statistics
 import subprocess
 import sys
@@ -48,7 +47,7 @@ import anyio
 
 from bench import callers
 from bench.callers import LABELS, TOKEN, Way, cpu_ns
-from bench.generator import cached_store
+from bench.generator import copy_cached_store
 from bench.http_servers import server_cpu_seconds
 from bench.server import ServerProcess, free_port, start_server, wait_healthy
 
@@ -62,18 +61,6 @@ OPERATIONS = ("remember", "recall")
 TARGETS = {"mcp": MCP_OVERHEAD_MS}  # the other overheads are informational
 # operation -> way -> each round's figures (p50, p95, client_cpu, server_cpu; ms)
 Rounds = dict[str, dict[str, list[dict[str, float]]]]
-
-
-def _copy_store(n: int, target: Path) -> None:
-    """A private copy of the cached store (a server writes to it), with its recall index."""
-    source = cached_store(n)
-    shutil.copytree(source, target)
-    for part in (".recall.sqlite", ".recall.text", ".recall.vectors"):
-        cached = source.with_name(source.name + part)
-        if cached.is_dir():
-            shutil.copytree(cached, target.with_name(target.name + part))
-        elif cached.is_file():
-            shutil.copyfile(cached, target.with_name(target.name + part))
 
 
 def _settle(pid: int, *, limit: float = 60.0) -> None:
@@ -203,11 +190,11 @@ def run(repeats: int = 5, quick: bool = False,
     with tempfile.TemporaryDirectory(prefix="bench-agent-reach-") as tmp:
         root = Path(tmp)
         try:
-            _copy_store(n, root / "store")
+            copy_cached_store(n, root / "store")
             servers["now"] = start_server(root / "store", env=env, log=root / "server.log",
                                           timeout=1800)
             if before is not None:
-                _copy_store(n, root / "before")
+                copy_cached_store(n, root / "before")
                 servers["before"] = _start_before(before, root / "before", env,
                                                   root / "before.log")
             for server in servers.values():

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.generator import TOPICS, cached_store, project_id
+from bench.generator import TOPICS, copy_cached_store, project_id
 from kg.memory_service import MemoryService
 from kg.settings import MEMORY_STORE, Settings
 
@@ -159,18 +159,7 @@ def remember_http(repeats: int, workdir: Path) -> dict[str, Any]:
 
 def recall_http(repeats: int, workdir: Path, n: int) -> dict[str, Any]:
     """POST /v1/projects/p/recall against a copy of a generated store of n memories."""
-    source = cached_store(n)
-    target = workdir / f"recall-{n}"
-    shutil.copytree(source, target)
-    # Reuse the cached index (building one for 1M memories takes ~7 min): the SQLite file and
-    # the folders beside it (words, embedding matrices); without its words, the server would
-    # re-index them under the index's lock and the first recall would wait minutes.
-    for part in (".recall.sqlite", ".recall.text", ".recall.vectors"):
-        cached = source.with_name(source.name + part)
-        if cached.is_dir():
-            shutil.copytree(cached, target.with_name(target.name + part))
-        elif cached.is_file():
-            shutil.copyfile(cached, target.with_name(target.name + part))
+    target = copy_cached_store(n, workdir / f"recall-{n}")
     started = time.perf_counter()
     server = _Server(target)  # builds the recall index at startup when there is none
     startup = time.perf_counter() - started

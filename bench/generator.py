@@ -38,6 +38,7 @@ __all__ = [
     "GeneratedData",
     "build_store",
     "cached_store",
+    "copy_cached_store",
     "generate",
     "memories",
     "memory_quads",
@@ -216,6 +217,23 @@ def cached_store(n: int, *, seed: int = 0, projects: int = 10, sessions: int = 1
         building.rename(target)
     except OSError:  # another process finished the same store first
         shutil.rmtree(building, ignore_errors=True)
+    return target
+
+
+def copy_cached_store(n: int, target: Path) -> Path:
+    """A private copy of `cached_store(n)` (a server writes to it) with its recall index.
+
+    The index comes along (building one for 1M memories takes minutes): the SQLite file and the
+    folders beside it (words, embedding matrices); without its words, a server would re-index
+    them under the index's lock and its first recall would wait minutes."""
+    source = cached_store(n)
+    shutil.copytree(source, target)
+    for part in (".recall.sqlite", ".recall.text", ".recall.vectors"):
+        cached = source.with_name(source.name + part)
+        if cached.is_dir():
+            shutil.copytree(cached, target.with_name(target.name + part))
+        elif cached.is_file():
+            shutil.copyfile(cached, target.with_name(target.name + part))
     return target
 
 
