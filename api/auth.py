@@ -22,6 +22,7 @@ from kg.terms import validate_identifier
 
 __all__ = [
     "ANONYMOUS", "Access", "Principal", "current_principal", "install", "principal_for", "require",
+    "use_principal",
 ]
 
 Access = Literal["read", "write", "admin"]
@@ -101,6 +102,11 @@ def current_principal() -> Principal:
     principal = principal_for(current_app, request.headers.get("Authorization", ""))
     g._principal = principal
     return principal
+
+
+def use_principal(principal: Principal) -> None:
+    """Name the caller of the current request (a credential not in its headers, e.g. a cookie)."""
+    g._principal = principal
 
 
 def principal_for(app: Flask, header: str) -> Principal:

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 from flask import Response, current_app, g, redirect, request, url_for
 
-from api.auth import principal_for
+from api.auth import principal_for, use_principal
 from api.explore.blueprint import blueprint, page
 from kg.errors import AuthenticationError, PermissionDeniedError
 
@@ -30,8 +30,7 @@ def use_cookie() -> None:
     if not token or request.headers.get("Authorization"):
         return
     try:
-        # api.auth caches the caller of a request in g._principal: set it from the cookie.
-        g._principal = principal_for(current_app, f"Bearer {token}")
+        use_principal(principal_for(current_app, f"Bearer {token}"))
         g.explore_token = token
     except AuthenticationError:
         g.explore_token_rejected = True  # rotated or removed: the page asks for a new one
