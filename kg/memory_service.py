@@ -12,13 +12,9 @@ and a Python agent all use.
 
 from __future__ import annotations
 
-import logging
 import threading
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 from kg.context import (
@@ -27,7 +23,6 @@ from kg.context import (
     SessionHooks,
     TurnContext,
     format_for_prompt,
-    stage_episodes,
 )
 from kg.context.token_budget import DEFAULT_TOTAL
 from kg.errors import KgError
@@ -46,40 +41,20 @@ from kg.longterm.items import (
     namespaces,
     recalled_items,
 )
-from kg.longterm.promotion import PromotionEngine, PromotionResult, PromotionTrigger
+from kg.longterm.promotion import PromotionEngine, PromotionResult
 from kg.longterm.tools import TOOL_DEFINITIONS, MemoryToolExecutor, ToolContext
 from kg.memory import Memory
 from kg.recall.catch_up import IndexCatchUp
-from kg.recall.embedding import embedder_of
 from kg.recall.engine import MAX_LIMIT as RECALL_MAX_LIMIT
-from kg.recall.engine import RecallEngine, index_location
-from kg.recall.keyword_index import KeywordIndex
+from kg.recall.engine import RecallEngine
 from kg.recall.query_text import InvalidQueryError
+from kg.recall.startup import open_recall
+from kg.session_operations import PromotionReport, SessionOperations
 from kg.settings import Settings
-from kg.shortterm import (
-    ContextItem,
-    ContextKeyNotFoundError,
-    Message,
-    PendingItem,
-    Role,
-    Session,
-    SessionManager,
-)
+from kg.shortterm import SessionManager
 from kg.store import Store, open_store
 from kg.system_knowledge import ensure_ontology
-from kg.terms import (
-    AccessType,
-    ContextKey,
-    ContextSource,
-    MemoryType,
-    SessionStatus,
-    SourceType,
-    parse_term,
-    validate_identifier,
-    validate_score,
-)
-
-log = logging.getLogger(__name__)
+from kg.terms import MemoryType, SourceType, parse_term, validate_identifier
 
 __all__ = ["API_SESSION", "Hit", "MemoryService", "PromotionReport"]
 
@@ -89,7 +64,6 @@ API_SESSION = "api"
 DEFAULT_FORGET_REASON = "forgotten on request"
 # A query hint is usually the user's whole message; recall looks at its first 1,000 bytes.
 MAX_HINT_CHARS = 250
-RECALL_FLUSH_EVERY = 50_000
 
 
 class Hit(Protocol):
@@ -106,16 +80,7 @@ class Hit(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class PromotionReport:
-    """What one promotion run did."""
-
-    promoted: tuple[str, ...] = ()
-    skipped: int = 0
-    details: Mapping[str, Any] = field(default_factory=dict)
-
-
-class MemoryService:
+class MemoryService(SessionOperations):
     """The memory system of one store, safe to share between request threads."""
 
     def __init__(
@@ -151,44 +116,9 @@ class MemoryService:
         owns = store is None
         store = store if store is not None else open_store(settings)
         ensure_ontology(store)
-        location = index_location(settings)
-        index = KeywordIndex(location, embedder=embedder_of(settings))
-        # Recall counts are written by the tracker's 5-second timer thread, not by the request
-        # that fills a batch: a synchronous flush (a store write plus re-indexing) in the middle
-        # of context assembly was the whole p95 (measured: 41 ms vs a 2.4 ms median).
-        long_term = LongTermMemory(store, listeners=[index], flush_every=RECALL_FLUSH_EVERY)
-        engine = RecallEngine(store, long_term, index=index)
-        if not index.is_compatible():
-            # A whole rebuild (every memory embedded again: minutes for a large store) before
-            # serving: say why, as a server starting up would otherwise look hung.
-            # The old index's count, not the store's: counting those is a scan (~26 s at 1M).
-            log.warning("%s; rebuilding it from the store (%d memories) before serving",
-                        _incompatibility(index, location, settings), index.fingerprint().count)
-            started = time.monotonic()
-            engine.ensure_index(progress=False)
-            log.info("recall index rebuilt in %.1f s", time.monotonic() - started)
-        elif settings.index_check == "startup" or index.created:
-            # A missing index must exist before serving: built in the background, it would
-            # hold the index's lock (every recall and write waiting) for minutes at 1M.
-            if index.created:
-                log.info("recall index %s is new; building it from the store before serving",
-                         location or "(in memory)")
-            engine.ensure_index(progress=False)
-        else:
-            # Words left behind (a crash, or an index from before a change of the word
-            # fields) are re-indexed from the index's own rows before serving: meanwhile
-            # keyword recall would find nothing.
-            if engine.repair_text(progress=False):
-                log.info("recall index: the words were re-indexed before serving")
-            _verify_in_background(engine)
-        catch_up = None
-        if settings.backend == "remote" and settings.index_catch_up_interval > 0:
-            # Other instances write to the same server: learn of their writes while running.
-            catch_up = IndexCatchUp(store, long_term, index,
-                                    interval=settings.index_catch_up_interval)
-            catch_up.start()
-        return cls(store, long_term=long_term, recall_engine=engine, owns_store=owns,
-                   catch_up=catch_up)
+        recall = open_recall(settings, store)
+        return cls(store, long_term=recall.long_term, recall_engine=recall.engine,
+                   owns_store=owns, catch_up=recall.catch_up)
 
     def close(self) -> None:
         """Finish background work, flush recall counts; close the store if this opened it."""
@@ -200,177 +130,6 @@ class MemoryService:
             self.recall_engine.index.close()
         if self._owns_store:
             self.store.close()
-
-    # -- sessions -----------------------------------------------------------------------------
-
-    def start_session(
-        self, session_id: str | None = None, *, project: str, agent: str | None = None
-    ) -> Session:
-        """Open a session in `project` and write its record."""
-        validate_identifier(project, name="project id")
-        session = self.sessions.start(session_id, project=project, agent=agent)
-        self.long_term.records.started(session.id, project=project, agent=agent)
-        return session
-
-    def snapshot_session(self, session_id: str) -> dict[str, Any]:
-        """The session's whole short-term state as JSON-able data; the session stays here."""
-        return self.sessions.snapshot(session_id)
-
-    def hand_off_session(self, session_id: str) -> dict[str, Any]:
-        """Snapshot the session and release it here, unpromoted, for another instance."""
-        return self.sessions.detach(session_id)
-
-    def restore_session(self, data: Mapping[str, Any]) -> Session:
-        """Continue a session from a snapshot taken here or on another instance."""
-        return self.sessions.restore(data)
-
-    def session(self, session_id: str) -> Session:
-        """The open session with this id (SessionNotFoundError if none)."""
-        return self.sessions.get(session_id)
-
-    def session_project(self, session_id: str) -> str | None:
-        """The project of an open session (what authorisation scopes by)."""
-        return self.sessions.get(session_id).project
-
-    def pause_session(self, session_id: str) -> Session:
-        """Pause a session and promote what is ready."""
-        session = self.sessions.pause(session_id)
-        with session.lock:
-            self.promotion.promote(session, trigger=PromotionTrigger.SESSION_PAUSE)
-        self._record(session, SessionStatus.PAUSED)
-        return session
-
-    def resume_session(self, session_id: str) -> Session:
-        """Resume a paused session."""
-        session = self.sessions.resume(session_id)
-        self._record(session, SessionStatus.ACTIVE)
-        return session
-
-    def close_session(self, session_id: str) -> tuple[Session, PromotionReport]:
-        """Close a session; its activated episodes and ready memories are promoted."""
-        session = self.sessions.close(session_id)
-        with self._lock:
-            result = self._closing.pop(session.id, None)
-        self._record(session, SessionStatus.CLOSED)
-        return session, _report(result)
-
-    def _on_close(self, session: Session) -> None:
-        stage_episodes(session)
-        result = self.promotion.promote(session, trigger=PromotionTrigger.SESSION_CLOSE, drain=True)
-        with self._lock:
-            self._closing[session.id] = result
-
-    def _record(self, session: Session, status: SessionStatus) -> None:
-        if session.project is None:
-            return
-        write = {
-            SessionStatus.ACTIVE: self.long_term.records.resumed,
-            SessionStatus.PAUSED: self.long_term.records.paused,
-            SessionStatus.CLOSED: self.long_term.records.closed,
-        }[status]
-        write(session.id, project=session.project, agent=session.agent)
-
-    # -- working context, conversation, pending memories, promotion ----------------------------
-
-    def list_context(self, session_id: str) -> tuple[list[ContextItem], int, int]:
-        """The working context's items, their tokens and the budget."""
-        with self.sessions.use(session_id, allow_paused=True) as session:
-            ctx = session.working_context
-            return ctx.to_list(), ctx.current_tokens, ctx.max_tokens
-
-    def get_context_item(self, session_id: str, key: ContextKey) -> ContextItem:
-        """One item (counting an access); ContextKeyNotFoundError if the key holds none."""
-        with self.sessions.use(session_id, allow_paused=True) as session:
-            session.working_context.get(key)
-            item = session.working_context.item(key)
-            if item is None:
-                raise ContextKeyNotFoundError(
-                    f"session {session_id!r} has no context item {key.value!r}",
-                    details={"session_id": session_id, "key": key.value},
-                )
-            session.access_log.record(key, AccessType.READ)
-            return item
-
-    def put_context_item(
-        self, session_id: str, key: ContextKey, value: Any, *, source: ContextSource,
-        confidence: float, memory_type: MemoryType | None = None,
-    ) -> ContextItem:
-        """Add or replace an item; returns it as stored."""
-        with self.sessions.use(session_id) as session:
-            session.working_context.put(
-                key, value, source=source, confidence=confidence, memory_type=memory_type
-            )
-            session.access_log.record(key, AccessType.WRITE)
-            item = session.working_context.item(key)
-            assert item is not None
-            return item
-
-    def delete_context_item(self, session_id: str, key: ContextKey) -> None:
-        """Remove an item; ContextKeyNotFoundError if there was none."""
-        with self.sessions.use(session_id) as session:
-            if not session.working_context.delete(key):
-                raise ContextKeyNotFoundError(
-                    f"session {session_id!r} has no context item {key.value!r}",
-                    details={"session_id": session_id, "key": key.value},
-                )
-
-    def list_messages(self, session_id: str) -> tuple[list[Message], int]:
-        """The conversation, oldest first, and its tokens."""
-        with self.sessions.use(session_id, allow_paused=True) as session:
-            return session.conversation.window(), session.conversation.token_count()
-
-    def add_message(self, session_id: str, role: Role | str, content: str, *,
-                    item: Mapping[str, Any] | None = None) -> Message:
-        """Capture a message (conversation buffer and episodic working memory), with its item."""
-        with self.sessions.use(session_id, allow_paused=True) as session:
-            # The session's lock is held across both, so the item lands on this message.
-            self.hooks.capture_message(session_id, role, content)
-            if item is not None:
-                return session.conversation.attach_item(item)
-            return session.conversation.window(1)[0]
-
-    def pop_message(self, session_id: str) -> Message | None:
-        """Remove and return the newest message of the conversation (None if it is empty)."""
-        with self.sessions.use(session_id) as session:
-            return session.conversation.pop()
-
-    def clear_messages(self, session_id: str) -> None:
-        """Empty the conversation buffer (episodes already captured stay for promotion)."""
-        with self.sessions.use(session_id) as session:
-            session.conversation.clear()
-
-    def process_response(self, session_id: str, content: str) -> dict[str, str]:
-        """Capture an assistant reply and return the working context inferred from it."""
-        inferred = self.hooks.after_response(session_id, content)
-        assert isinstance(inferred, dict)
-        return inferred
-
-    def add_pending(
-        self, session_id: str, content: str, *, memory_type: MemoryType, confidence: float,
-        source_type: SourceType, rationale: str | None, importance_score: float | None,
-    ) -> PendingItem:
-        """Stage a memory: an agent decision, or implicit when an importance score is given."""
-        opts: dict[str, Any] = {"memory_type": memory_type, "confidence": confidence,
-                                "source_type": source_type, "rationale": rationale}
-        with self.sessions.use(session_id) as session:
-            pending = session.pending_memories
-            if importance_score is None:
-                item_id = pending.add_agent_decision(content, **opts)
-            else:
-                item_id = pending.add_implicit(content, importance_score=importance_score, **opts)
-            item = pending.get(item_id)
-            assert item is not None
-            return item
-
-    def list_pending(self, session_id: str, *, threshold: float = 0.6) -> list[PendingItem]:
-        """Items ready for promotion at `threshold`, highest importance first."""
-        validate_score(threshold, name="threshold")
-        return self.sessions.get_pending_memories(session_id, threshold=threshold)
-
-    def promote(self, session_id: str) -> PromotionReport:
-        """Run promotion for the session now."""
-        with self.sessions.use(session_id, allow_paused=True) as session:
-            return _report(self.promotion.promote(session, trigger=PromotionTrigger.MANUAL))
 
     # -- context assembly ---------------------------------------------------------------------
 
@@ -520,44 +279,3 @@ class MemoryService:
         """Run a memory tool call; returns `{"ok": …}` and never raises for bad input."""
         context = ToolContext(project=project, session=session_id or API_SESSION, agent=agent)
         return self.tools.execute(name, arguments, context=context)
-
-
-def _report(result: PromotionResult | None) -> PromotionReport:
-    if result is None:
-        return PromotionReport()
-    return PromotionReport(
-        promoted=(*result.promoted, *result.merged),
-        skipped=len(result.skipped),
-        details={
-            "trigger": result.trigger.value,
-            "created": list(result.promoted),
-            "merged": list(result.merged),
-            "failed": [{"candidate": f.candidate, "error": f.error} for f in result.failed],
-            "skipped": [{"candidate": s.candidate, "reason": s.reason} for s in result.skipped],
-        },
-    )
-
-
-def _verify_in_background(engine: RecallEngine) -> None:
-    """Compare an existing index with the store off the start-up path; rebuild if stale."""
-
-    def verify() -> None:
-        # Not under the index's lock: the store scan takes ~26 s at 1M memories, and recalls
-        # and writes waited for it (the first recall after start-up took 31 s). ensure_index
-        # takes the lock itself when the fingerprints differ, to check again and repair.
-        try:
-            engine.ensure_index(progress=False)
-        except Exception:  # a failed check must not take the service down; recall still works
-            log.exception("checking the recall index against the store failed")
-
-    threading.Thread(target=verify, name="recall-index-check", daemon=True).start()
-
-
-def _incompatibility(index: KeywordIndex, location: Path | None, settings: Settings) -> str:
-    """Why an existing recall index cannot be used as it is (for the start-up log)."""
-    where = f"recall index {location or '(in memory)'}"
-    schema, embedder = index.built_with()
-    if embedder != index.embedder_name:
-        return (f"{where} was built with embedder {embedder or ''!r} but settings "
-                f"want {index.embedder_name!r} (KG_EMBEDDER={settings.embedder})")
-    return f"{where} has schema {schema!r}, not this code's"

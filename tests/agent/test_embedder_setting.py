@@ -131,7 +131,7 @@ def _meta_embedder(settings: Settings) -> str:
 def _reopen(folder: Path, embedder: Any, caplog: pytest.LogCaptureFixture,
             ) -> tuple[MemoryService, list[str]]:
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="kg.memory_service"):
+    with caplog.at_level(logging.INFO, logger="kg.recall.startup"):
         service = MemoryService.open(Settings(store=str(folder / "store"), embedder=embedder))
     return service, [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
 
