@@ -7,6 +7,8 @@ Two ways, for the MCP endpoint (api/mcp.py):
 - `LoopPool.call(...)`: on an event loop of its own in the calling thread: no hand-off at all,
   for requests that need no state of the long-lived loop. `answered_here()` is then True in
   the app, which may run blocking work inline: nothing else runs on that loop.
+`http_scope(environ, ...)` gives the ASGI scope of a WSGI request (its headers as werkzeug reads
+them), so that a caller need not build Flask's request object for it.
 A general ASGI-to-WSGI adapter (a2wsgi, used at first) crossed threads for every receive and
 send, and waited for the app's clean-up: about half of the endpoint's overhead over the HTTP
 API (docs/benchmarks/agent-reach.md).
@@ -17,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["Answer", "AsgiApp", "LoopPool", "answered_here", "call_on"]
+__all__ = ["Answer", "AsgiApp", "LoopPool", "answered_here", "call_on", "http_scope"]
 
 # An ASGI answer: status, headers, the whole body.
 Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
@@ -32,6 +34,9 @@ WIND_DOWN_SECONDS = 10.0
 
 # Idle loops kept for reuse beyond this many are closed (each holds an epoll and a socket pair).
 MAX_IDLE_LOOPS = 32
+
+# Environ keys werkzeug does not read as headers (the body's length and type have their own).
+_NOT_HEADERS = frozenset({"HTTP_CONTENT_TYPE", "HTTP_CONTENT_LENGTH"})
 
 _HERE: contextvars.ContextVar[bool] = contextvars.ContextVar("kg_asgi_answered_here",
                                                              default=False)
@@ -93,6 +98,36 @@ class _Exchange:
                 self.deadline.cancel()
             if not self.answer.done():
                 self.answer.set_exception(RuntimeError("the ASGI app ended without an answer"))
+
+
+def http_scope(environ: Mapping[str, Any], *, path: str, root_path: str, body: bytes,
+               extensions: dict[str, Any]) -> dict[str, Any]:
+    """The ASGI scope of a WSGI request whose body was read whole (its headers as werkzeug reads
+    them from the environ, its length that of `body`), served at `path` under `root_path`."""
+    headers = [(b"content-length", str(len(body)).encode("ascii"))]
+    for key, value in environ.items():
+        if key.startswith("HTTP_") and key not in _NOT_HEADERS:
+            headers.append((key[5:].replace("_", "-").lower().encode("latin-1"),
+                            value.encode("latin-1")))
+    if environ.get("CONTENT_TYPE"):
+        headers.append((b"content-type", environ["CONTENT_TYPE"].encode("latin-1")))
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.5"},
+        "http_version": environ.get("SERVER_PROTOCOL", "HTTP/1.1").partition("/")[2] or "1.1",
+        "method": environ.get("REQUEST_METHOD", "GET"),
+        "scheme": environ.get("wsgi.url_scheme", "http"),
+        "root_path": root_path,
+        "path": path,
+        "raw_path": path.encode("latin-1"),
+        "query_string": environ.get("QUERY_STRING", "").encode("latin-1"),
+        "headers": headers,
+        "server": (environ.get("SERVER_NAME", "127.0.0.1"), int(environ.get("SERVER_PORT") or 0)),
+        "extensions": extensions,
+    }
+    if environ.get("REMOTE_ADDR"):
+        scope["client"] = (environ["REMOTE_ADDR"], int(environ.get("REMOTE_PORT") or 0))
+    return scope
 
 
 def call_on(loop: asyncio.AbstractEventLoop, app: AsgiApp, scope: dict[str, Any],

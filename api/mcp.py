@@ -17,37 +17,42 @@ How it is mounted, and why:
   thread), which they are handed over to once (api/asgi.py `call_on`); their tool calls go on
   to a worker thread, so that a slow recall holds up no other request on that loop.
 - The Flask view in front of it, rather than werkzeug's DispatcherMiddleware, keeps auth, the
-  body cap, CORS and the one JSON error shape exactly those of every other route.
+  body cap, CORS and the one JSON error shape exactly those of every other route. A plain POST
+  that the view would pass on unchanged (an allowed caller, no CORS, a body within the cap)
+  takes a route around Flask's per-request machinery instead (api/mcp_route.py); every other
+  request, and every refusal, is the view's.
 
 Auth (api/auth.py, decided rule): the endpoint as a whole needs read access to the project
 (anonymous under `KG_ANONYMOUS_READ`); a POST that calls a tool other than `recall` or
-`assemble_context` also needs write access to it. Both are checked here, before the SDK sees
-the request, so a refused call is an HTTP 401 (no or a bad token) or 403 (a token without the
-right, or scoped to another project) in the JSON error shape, never a tool result.
+`assemble_context` also needs write access to it. Both are checked before the SDK sees the
+request (by the route, which leaves every refusal to the view, or by the view), so a refused
+call is an HTTP 401 (no or a bad token) or 403 (a token without the right, or scoped to another
+project) in the JSON error shape, never a tool result.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from typing import Any
-from urllib.parse import parse_qs, urlencode
 
 import mcp_types as types
 from anyio.from_thread import start_blocking_portal
 from flask import Flask, Response, current_app, request
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from api.asgi import Answer, LoopPool, answered_here, call_on
+from api.asgi import Answer, LoopPool, answered_here, call_on, http_scope
 from api.auth import require
+from api.fast_path import QueryFastPath
+from api.mcp_route import McpRoute, calls_a_write
 from kg.errors import AuthenticationError, PermissionDeniedError, StoreUnavailableError
-from kg.mcp_server import READ_TOOLS, ToolScope, build_server, in_worker_thread
+from kg.mcp_server import ToolScope, build_server, in_worker_thread
 from kg.memory_service import MemoryService
 from kg.settings import Settings
 from kg.terms import validate_identifier
@@ -55,6 +60,13 @@ from kg.terms import validate_identifier
 __all__ = ["McpEndpoint", "install"]
 
 _KEY = "jido_kg_mcp"
+# Where a request's ToolScope travels to the tools: the ASGI scope's extensions, which only this
+# module writes (the SDK hands the tool handler that request, and nothing else of ours).
+_TOOL_SCOPE = "jido_kg.tool_scope"
+# The protocol version header in a WSGI environ (api/asgi.py `http_scope` passes it on as is).
+_VERSION_KEY = "HTTP_" + MCP_PROTOCOL_VERSION_HEADER.upper().replace("-", "_")
+# The SDK's own default (no DNS rebinding check: auth is ours), built once rather than per request.
+_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
 class McpEndpoint:
@@ -72,7 +84,8 @@ class McpEndpoint:
             run_blocking=_run_blocking,
         )
         self.manager = StreamableHTTPSessionManager(
-            server, json_response=True, stateless=True, max_request_body_size=max_body_bytes
+            server, json_response=True, stateless=True, security_settings=_SECURITY,
+            max_request_body_size=max_body_bytes,
         )
         self._lock = threading.Lock()
         self._stack = ExitStack()
@@ -91,10 +104,15 @@ class McpEndpoint:
                 self._loop = portal.call(_running_loop)
             return self._loop
 
-    def answer(self, scope: dict[str, Any], body: bytes) -> Answer:
-        """Run one request through the manager and return its answer (blocking)."""
+    def call(self, environ: Mapping[str, Any], *, project: str, agent: str | None,
+             may_write: bool, body: bytes) -> Answer:
+        """Answer one POST of a caller allowed to read `project` (and to write, if `may_write`)
+        whose body was read whole; blocks until it is answered."""
+        where = ToolScope(project=project, agent=agent, may_write=may_write)
+        scope = http_scope(environ, path=f"/mcp/{project}", root_path="/mcp", body=body,
+                           extensions={_TOOL_SCOPE: where})
         shared = self.loop()  # also what refuses a request during shutdown
-        if _per_request(scope):
+        if _per_request(environ.get(_VERSION_KEY)):
             return self._loops.call(self.manager.handle_request, scope, body)
         return call_on(shared, self.manager.handle_request, scope, body)
 
@@ -107,12 +125,10 @@ class McpEndpoint:
             self._loops.close()
 
 
-def _per_request(scope: dict[str, Any]) -> bool:
-    """Whether the SDK answers this request without the state of its `run()`: as it decides,
-    a protocol version header naming no revision of the initialize handshake (an unknown one
-    gets its rejection the same way)."""
-    header = MCP_PROTOCOL_VERSION_HEADER.encode("ascii")
-    version = next((v.decode("latin-1") for k, v in scope["headers"] if k == header), None)
+def _per_request(version: str | None) -> bool:
+    """Whether the SDK answers a request of this protocol version header (as the scope carries
+    it) without the state of its `run()`: as it decides, one naming no revision of the
+    initialize handshake (an unknown one gets its rejection the same way)."""
     return version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
 
 
@@ -128,10 +144,17 @@ async def _running_loop() -> asyncio.AbstractEventLoop:
 
 
 def install(app: Flask, service: MemoryService, settings: Settings) -> McpEndpoint:
-    """Serve MCP at POST /mcp/<project>; the caller closes the endpoint with the app."""
+    """Serve MCP at POST /mcp/<project> (the view, and the route around Flask in front of it);
+    the caller closes the endpoint with the app."""
     endpoint = McpEndpoint(service, max_body_bytes=settings.max_body_bytes)
     app.extensions[_KEY] = endpoint
     app.add_url_rule("/mcp/<project>", "mcp", _mcp, methods=["POST"])
+    chain = app.wsgi_app
+    if isinstance(chain, QueryFastPath):  # the server expects the query fast path outermost
+        chain.inner = McpRoute(app, chain.inner, endpoint, max_body_bytes=settings.max_body_bytes)
+    else:
+        app.wsgi_app = McpRoute(  # type: ignore[method-assign]
+            app, chain, endpoint, max_body_bytes=settings.max_body_bytes)
     return endpoint
 
 
@@ -144,41 +167,14 @@ def _mcp(project: str) -> Response:
         validate_identifier(agent, name="agent id")
     body = request.get_data()  # within MAX_CONTENT_LENGTH, else 413
     may_write = _may_write(project)
-    if not may_write and _calls_a_write(body):
+    if not may_write and calls_a_write(body):
         require("write", project=project)  # raises the 401 or 403
-    # What the tools need travels in the path and query string the view itself builds (never
-    # the client's): the SDK hands the handler this request, and nothing else.
-    query = {"access": "write" if may_write else "read", **({"agent": agent} if agent else {})}
     endpoint = current_app.extensions[_KEY]
     assert isinstance(endpoint, McpEndpoint)
-    status, headers, answer = endpoint.answer(_asgi_scope(project, urlencode(query), body), body)
+    status, headers, answer = endpoint.call(request.environ, project=project, agent=agent,
+                                            may_write=may_write, body=body)
     return Response(answer, status, [(k.decode("latin-1"), v.decode("latin-1"))
                                      for k, v in headers])
-
-
-def _asgi_scope(project: str, query: str, body: bytes) -> dict[str, Any]:
-    """The ASGI scope of this request, as the SDK reads it (with the view's own query string)."""
-    environ = request.environ
-    headers = [(name.lower().encode("latin-1"), value.encode("latin-1"))
-               for name, value in request.headers.items() if name.lower() != "content-length"]
-    headers.append((b"content-length", str(len(body)).encode("ascii")))
-    scope: dict[str, Any] = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.5"},
-        "http_version": environ.get("SERVER_PROTOCOL", "HTTP/1.1").partition("/")[2] or "1.1",
-        "method": request.method,
-        "scheme": request.scheme,
-        "root_path": "/mcp",
-        "path": f"/mcp/{project}",
-        "raw_path": f"/mcp/{project}".encode("ascii"),
-        "query_string": query.encode("ascii"),
-        "headers": headers,
-        "server": (environ.get("SERVER_NAME", "127.0.0.1"), int(environ.get("SERVER_PORT", 0))),
-        "extensions": {},
-    }
-    if request.remote_addr:
-        scope["client"] = (request.remote_addr, int(environ.get("REMOTE_PORT") or 0))
-    return scope
 
 
 def _may_write(project: str) -> bool:
@@ -189,28 +185,9 @@ def _may_write(project: str) -> bool:
     return True
 
 
-def _calls_a_write(body: bytes) -> bool:
-    """Tell whether a JSON-RPC body calls any tool but the read-only ones."""
-    try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):
-        return False  # not JSON: the SDK answers its parse error, and no tool runs
-    messages = decoded if isinstance(decoded, list) else [decoded]
-    for message in messages:
-        if not isinstance(message, dict) or message.get("method") != "tools/call":
-            continue
-        params = message.get("params")
-        name = params.get("name") if isinstance(params, dict) else None
-        if not isinstance(name, str) or name not in READ_TOOLS:
-            return True
-    return False
-
-
 def _scope_of(ctx: ServerRequestContext[Any, Any]) -> ToolScope:
-    """The scope of one HTTP call, from the path and query string `_mcp` forwarded."""
+    """The scope of one HTTP call, as `McpEndpoint.call` put it in the request's ASGI scope."""
     assert ctx.request is not None  # the SDK's (Starlette) request of this POST
-    scope = ctx.request.scope
-    query = parse_qs(scope["query_string"].decode("ascii"))
-    agent = query.get("agent", [None])[0]
-    return ToolScope(project=scope["path"].rsplit("/", 1)[-1], agent=agent,
-                     may_write=query.get("access") == ["write"])
+    where = ctx.request.scope["extensions"][_TOOL_SCOPE]
+    assert isinstance(where, ToolScope)
+    return where

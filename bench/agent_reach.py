@@ -20,7 +20,9 @@ load spike on this shared machine hits all of them alike. Each repeat is one rou
 calls per way and operation; a latency row gives the median over the rounds of each round's
 p50 and p95, and the CPU per call of this client and of the server's process tree (steadier
 than latency when the machine is loaded); an overhead row the median and p95 over the rounds
-of (p50 of a way - p50 of http) in the same round, and the difference in CPU per call.
+of (p50 of a way - p50 of http) in the same round, and the difference in CPU per call. One more
+overhead row compares the two ways a Python agent reaches the service, each with its library:
+MCP with the SDK's client against MemoryClient (informational).
 
 `--before DIR` also starts a server from an older checkout (`git archive <commit> | tar -x -C
 DIR`) over its own copy of the store, and times its http and mcp ways in the same rounds (rows
@@ -59,6 +61,9 @@ CALLS, QUICK_CALLS = 200, 15  # timed calls per way, operation and round
 WARM_UP = 20
 OPERATIONS = ("remember", "recall")
 TARGETS = {"mcp": MCP_OVERHEAD_MS}  # the other overheads are informational
+# Overheads of one way over another but http (informational): the two ways a Python agent
+# reaches the service, each with its own library (the SDK's MCP client, MemoryClient).
+VERSUS = (("mcp", "client"),)
 # operation -> way -> each round's figures (p50, p95, client_cpu, server_cpu; ms)
 Rounds = dict[str, dict[str, list[dict[str, float]]]]
 
@@ -134,8 +139,9 @@ def _difference(rounds: list[dict[str, float]], base: list[dict[str, float]],
 
 
 def _rows(per_round: Rounds, *, n: int, load: str) -> list[dict[str, Any]]:
-    """A latency row per way (its CPU per call beside it) and an overhead row per way but http
-    (the CPU columns then hold the difference to http's, the p95 column that of the p50s)."""
+    """A latency row per way (its CPU per call beside it), an overhead row per way but http and
+    one per pair of VERSUS (the CPU columns then hold the difference to the other way's CPU,
+    the p95 column that of the p50s)."""
     rows: list[dict[str, Any]] = []
     common = {"scenario": "agent_reach", "n": n, "load_avg": load}
     for operation, ways in per_round.items():
@@ -146,24 +152,33 @@ def _rows(per_round: Rounds, *, n: int, load: str) -> list[dict[str, Any]]:
                          "target": "informational", "ok": None,
                          "client_cpu_ms": statistics.median(r["client_cpu"] for r in rounds),
                          "server_cpu_ms": statistics.median(r["server_cpu"] for r in rounds)})
-        for name, rounds in ways.items():
+        pairs = [(name, _http_of(name)) for name in ways if name.rpartition(":")[2] != "http"]
+        pairs += [(way, base) for way, base in VERSUS if way in ways and base in ways]
+        for name, base in pairs:
             side, _, way = name.rpartition(":")
-            if way == "http":
-                continue
-            base = ways[f"{side}:http" if side else "http"]
-            over = _difference(rounds, base, "p50")
-            median = statistics.median(over)
-            target = TARGETS.get(way) if not side else None
-            rows.append({**common, "metric": f"{operation} p50 overhead, {_label(name)} - "
-                                             "HTTP API",
-                         "median": median, "p95": _p95(over), "unit": "ms",
-                         "target": "informational" if target is None else f"<= {target:g} ms",
-                         "ok": None if target is None else median <= target,
-                         "client_cpu_ms": statistics.median(
-                             _difference(rounds, base, "client_cpu")),
-                         "server_cpu_ms": statistics.median(
-                             _difference(rounds, base, "server_cpu"))})
+            target = TARGETS.get(way) if not side and base == "http" else None
+            versus = "HTTP API" if base == _http_of(name) else _label(base)
+            rows.append({**common, **_overhead(ways[name], ways[base], target),
+                         "metric": f"{operation} p50 overhead, {_label(name)} - {versus}"})
     return rows
+
+
+def _http_of(name: str) -> str:
+    """The http way of the server a way calls ("before:mcp" -> "before:http")."""
+    side = name.rpartition(":")[0]
+    return f"{side}:http" if side else "http"
+
+
+def _overhead(rounds: list[dict[str, float]], base: list[dict[str, float]],
+              target: float | None) -> dict[str, Any]:
+    """The figures of an overhead row: of the p50s, per round, and of the CPU per call."""
+    over = _difference(rounds, base, "p50")
+    median = statistics.median(over)
+    return {"median": median, "p95": _p95(over), "unit": "ms",
+            "target": "informational" if target is None else f"<= {target:g} ms",
+            "ok": None if target is None else median <= target,
+            "client_cpu_ms": statistics.median(_difference(rounds, base, "client_cpu")),
+            "server_cpu_ms": statistics.median(_difference(rounds, base, "server_cpu"))}
 
 
 def _start_before(checkout: Path, store: Path, env: dict[str, str], log: Path) -> ServerProcess:

@@ -38,6 +38,8 @@ def test_quick_run_times_every_way_and_reports_the_mcp_target(tmp_path: Path) ->
         assert overhead["target"] == f"<= {MCP_OVERHEAD_MS:g} ms"
         assert isinstance(overhead["ok"], bool)
         assert rows[f"{operation} p50 overhead, MemoryClient - HTTP API"]["ok"] is None
+        versus = rows[f"{operation} p50 overhead, {LABELS['mcp']} - MemoryClient"]
+        assert versus["target"] == "informational" and versus["ok"] is None
     report = (tmp_path / "B.md").read_text()
     assert "## agent_reach" in report
     assert "`python -m bench --only agent_reach --quick`" in report
