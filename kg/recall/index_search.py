@@ -71,7 +71,8 @@ class Candidate(NamedTuple):
 
 
 class IndexSearch:
-    """Queries over a KeywordIndex; per-project embedding matrices come from `matrices`."""
+    """Queries over a KeywordIndex (each inside its `reading()`: queued writes applied first);
+    per-project embedding matrices come from `matrices`."""
 
     def __init__(self, index: KeywordIndex) -> None:
         self.index = index
@@ -127,7 +128,7 @@ class IndexSearch:
             chunk = seqs[start:start + 900]
             marks = ",".join("?" * len(chunk))
             sql = f"SELECT {_COLUMNS} FROM memory m WHERE m.seq IN ({marks}) AND {where}"
-            with self.index.lock:
+            with self.index.reading():
                 rows = self.index.db.execute(sql, (*chunk, *params)).fetchall()
             found.update((r[0], Candidate(r[0], r[1], r[2], r[3], r[4], bm25.get(r[0], 0.0)))
                          for r in rows)
@@ -152,7 +153,7 @@ class IndexSearch:
             parts.append(np.asarray(matrix.codes[at[hit]]))
         if rest:
             marks = ",".join("?" * len(rest))
-            with self.index.lock:
+            with self.index.reading():
                 rows = self.index.db.execute(
                     f"SELECT seq, embedding FROM memory WHERE seq IN ({marks})"
                     " AND embedding IS NOT NULL", tuple(rest)).fetchall()
@@ -167,7 +168,7 @@ class IndexSearch:
         if not seqs:
             return {}
         marks = ",".join("?" * len(seqs))
-        with self.index.lock:
+        with self.index.reading():
             rows = self.index.db.execute(
                 f"SELECT seq, record FROM memory WHERE seq IN ({marks})", tuple(seqs)).fetchall()
         return {seq: memory_from_json(text) for seq, text in rows}
@@ -178,7 +179,7 @@ class IndexSearch:
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            with self.index.lock:
+            with self.index.reading():
                 rows = self.index.db.execute(
                     f"SELECT id, record FROM memory WHERE id IN ({marks})", tuple(chunk))
                 found.update((i, memory_from_json(text)) for i, text in rows.fetchall())
@@ -202,17 +203,17 @@ class IndexSearch:
                          f" ORDER BY {key} LIMIT ?)")
             params += [*values, limit]
         sql = " UNION ALL ".join(parts) + f" ORDER BY {key} LIMIT ?"
-        with self.index.lock:
+        with self.index.reading():
             rows = self.index.db.execute(sql, (*params, limit)).fetchall()
         return [(r[0], r[1]) for r in rows]
 
     def project_size(self, project: str) -> int:
         """How many memories (any state) the index holds for a project (cached per generation)."""
-        generation = self.index.generation.get(project, 0)
-        cached = self._sizes.get(project)
-        if cached is not None and cached[0] == generation:
-            return cached[1]
-        with self.index.lock:
+        with self.index.reading():  # queued writes first: they may bump the generation
+            generation = self.index.generation.get(project, 0)
+            cached = self._sizes.get(project)
+            if cached is not None and cached[0] == generation:
+                return cached[1]
             row = self.index.db.execute(
                 "SELECT COUNT(*) FROM memory WHERE project = ?", (project,)).fetchone()
         self._sizes[project] = (generation, int(row[0]))

@@ -1,4 +1,10 @@
-"""The recall index: SQLite rows and int8 embeddings plus a tantivy keyword index, in step."""
+"""The recall index: SQLite rows and int8 embeddings plus a tantivy keyword index, in step.
+
+Memory writes are queued and applied in batches on a thread (kg/recall/index_writer.py); every
+read goes through `KeywordIndex.reading()`, which applies what is queued first. A crash loses
+only queued writes, which the store already holds: the next start's check (`ensure_index`,
+KG_INDEX_CHECK) finds the index behind the store's fingerprint and loads them again.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +17,14 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kg.memory import Memory
 from kg.recall.analyzer import stems
 from kg.recall.embedding import Embedder, quantize
 from kg.recall.index_key import memory_keys
 from kg.recall.index_schema import SCHEMA, SCHEMA_VERSION, fingerprint_sql
+from kg.recall.index_writer import IndexWriter
 from kg.recall.matrix_file import MatrixFiles, matrix_location
 from kg.recall.matrix_layout import Change
 from kg.recall.memory_record import epoch, memory_to_json
@@ -38,11 +45,13 @@ _UPDATE = (
     " WHERE seq=?"
 )
 _SIDE = (
-    "SELECT n.seq FROM memory n, memory m WHERE m.seq = ? AND n.project = m.project"
-    " AND n.session = m.session AND (n.timestamp, n.recorded_at, n.seq) {op}"
-    " (m.timestamp, m.recorded_at, m.seq)"
-    " ORDER BY n.timestamp {order}, n.recorded_at {order}, n.seq {order} LIMIT ?"
+    "SELECT * FROM (SELECT n.seq FROM memory n, memory m WHERE m.seq = ?1"
+    " AND n.project = m.project AND n.session = m.session"
+    " AND (n.timestamp, n.recorded_at, n.seq) {op} (m.timestamp, m.recorded_at, m.seq)"
+    " ORDER BY n.timestamp {order}, n.recorded_at {order}, n.seq {order} LIMIT ?2)"
 )
+_NEIGHBOURS = _SIDE.format(op="<", order="DESC") + " UNION ALL " + _SIDE.format(
+    op=">", order="ASC")  # one statement: both sides, each nearest first
 T = TypeVar("T")
 
 
@@ -67,6 +76,8 @@ class KeywordIndex:
     in memory), safe across threads.
 
     SQLite holds what filtering and ranking need and the records; tantivy holds the words.
+    Memory writes are queued (`writer`) and applied in batches by a thread; every read of
+    `db` or `text` goes through `reading()`, which applies them first (read your writes).
     Text writes reach searches at the next commit: a search commits first if any are pending,
     and a thread commits them every TEXT_COMMIT_INTERVAL seconds. The meta key `text` is
     'dirty' while writes are uncommitted, so a crash leaves a mark and the text is re-indexed
@@ -96,8 +107,10 @@ class KeywordIndex:
             (SCHEMA_VERSION, self.embedder_name),
         )
         # Embedding matrices, one file per project (none without an embedder or on disk).
+        self.writer = IndexWriter(self._apply, self.lock)
         self.matrices = MatrixFiles(matrix_location(path) if embedder is not None else None,
-                                    self.db, self.lock, dim=embedder.dim if embedder else 0)
+                                    self.db, self.lock, dim=embedder.dim if embedder else 0,
+                                    drain=self.writer.drain)
         self._pending: dict[str, list[Change] | None] = {}  # this write's matrix changes
         self.text = TextIndex(text_location(path))
         self._text_dirty = False
@@ -123,9 +136,20 @@ class KeywordIndex:
         """The embedder's class name, or '' without one (a change invalidates the vectors)."""
         return type(self.embedder).__name__ if self.embedder is not None else ""
 
+    @contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection]:
+        """The index's lock with every queued write applied: every read of the index is here."""
+        with self.lock:
+            self.writer.drain()
+            yield self.db
+
+    def drain(self) -> int:
+        """Apply every queued write now (returns how many memories)."""
+        return self.writer.drain()
+
     def built_with(self) -> tuple[str | None, str | None]:
         """(schema version, embedder name) the index's file was built with."""
-        with self.lock:
+        with self.reading():
             meta = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
         return meta.get("schema"), meta.get("embedder")
 
@@ -135,14 +159,18 @@ class KeywordIndex:
 
     def fingerprint(self) -> IndexFingerprint:
         """The fingerprint of what the index holds (compare with the store's)."""
-        with self.lock:
+        with self.reading():
             row = self.db.execute(fingerprint_sql()).fetchone()
         return IndexFingerprint(int(row[0]), row[1], int(row[2]), row[3], int(row[4] or 0))
 
     def close(self) -> None:
-        """Commit pending text and close both halves."""
-        self._closed.set()
+        """Apply queued writes, commit pending text and close both halves (once)."""
         with self.lock:
+            if self._closed.is_set():
+                return
+            self._closed.set()
+        self.writer.close()  # without the lock: its thread may be waiting for it
+        with self.reading():
             self.text.close()
             self._mark_text("clean")
             self.db.close()
@@ -153,12 +181,17 @@ class KeywordIndex:
                     keys: Sequence[tuple[str, float]] = ()) -> list[tuple[int, float]]:
         """(seq, BM25) of the best `limit` memories of `project` for `words` (stemmed here) and
         weighted `keys` (kg/recall/index_key.py)."""
-        self.commit_text()  # read your writes
+        self.commit_text()  # read your writes: queued ones too
         return self.text.search(project, [s for w in words for s in stems(w)], limit=limit,
                                 all_words=all_words, types=types, keys=keys)
 
     def commit_text(self) -> None:
-        """Make pending text writes visible to searches (and durable)."""
+        """Apply queued writes and make pending text writes visible to searches (and durable)."""
+        with self.reading():
+            self._commit_written_text()
+
+    def _commit_written_text(self) -> None:
+        """Commit the text writes made so far (queued ones are the writer's to apply)."""
         if not self._text_dirty:
             return
         with self.lock:
@@ -168,7 +201,7 @@ class KeywordIndex:
 
     def rebuild_text(self) -> int:
         """Re-index every memory's words from the SQLite rows; returns how many."""
-        with self.lock:
+        with self.reading():
             self._mark_text("dirty")
             self.text.clear()
             done = self._index_all_text()
@@ -185,20 +218,18 @@ class KeywordIndex:
     def _commit_periodically(self) -> None:
         while not self._closed.wait(TEXT_COMMIT_INTERVAL):
             try:
-                self.commit_text()
+                self._commit_written_text()
             except Exception:  # closed under us: the close committed already
                 return
 
     # --- MemoryListener ---------------------------------------------------------------------
     def memory_written(self, memory: Memory) -> None:
-        """Add or update one memory (and the context text of its session neighbours)."""
-        with self._write():
-            if self._upsert(memory):
-                self._touch(memory.project)
+        """Queue one memory to add or update (applied by `writer`, or by the next read)."""
+        self.writer.put(memory)
 
     def memories_accessed(self, counts: Sequence[tuple[str, int, datetime]]) -> None:
         """Set the access count and last access of memories (their text is unchanged)."""
-        with self._write():
+        with self.reading(), self._write():
             self.db.executemany(
                 "UPDATE memory SET access_count = ?, record = json_set(record,"
                 " '$.access_count', ?, '$.last_accessed', ?) WHERE id = ?",
@@ -206,12 +237,12 @@ class KeywordIndex:
                  for memory_id, count, last in counts])
 
     def memory_retired(self, memory: Memory) -> None:
-        """Record a retirement (the memory stays findable with an earlier `as_of`)."""
-        self.memory_written(memory)
+        """Queue a retirement (the memory stays findable with an earlier `as_of`)."""
+        self.writer.put(memory)  # in order with the writes queued before it
 
     def memories_purged(self, project: str, memory_ids: Sequence[str] | None) -> None:
         """Hard-delete the given memories of a project, or all of them when ids is None."""
-        with self._write():
+        with self.reading(), self._write():
             if memory_ids is None:
                 rows = self.db.execute("SELECT seq FROM memory WHERE project = ?", (project,))
                 self._delete([r[0] for r in rows], refresh=False)
@@ -232,7 +263,7 @@ class KeywordIndex:
     # --- rebuilding -------------------------------------------------------------------------
     def rebuild(self, memories: Iterable[Memory], *, batch: int = 5000) -> Iterator[int]:
         """Replace the whole index by `memories`; yields the running count (for progress)."""
-        with self.lock:
+        with self.reading():
             self.db.executescript(
                 "DROP TABLE IF EXISTS memory_text; DROP TABLE IF EXISTS memory;"
                 " DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS matrix_version;" + SCHEMA
@@ -293,6 +324,22 @@ class KeywordIndex:
                 staged = self.matrices.stage(self._pending)
             self.matrices.commit(self._pending, staged)
 
+    def _apply(self, memories: list[Memory]) -> None:
+        """Write queued memories (distinct ids) in one transaction; each affected text is
+        re-indexed once, from the batch's final state."""
+        affected: set[int] = set()
+        spread: set[int] = set()
+        with self._write():
+            olds = self._old_rows([m.id for m in memories])
+            for memory in memories:
+                changed = self._upsert(memory, olds.get(memory.id))
+                if changed is not None:
+                    seq, left = changed
+                    spread.add(seq)
+                    affected |= left
+                    self._touch(memory.project)
+            self._refresh_text(affected, spread=spread)
+
     def _vector_change(self, project: str, seq: int, code: bytes | None) -> None:
         rows = self._pending.setdefault(project, [])
         assert rows is not None, "a purged project's matrix changed in the same write"
@@ -301,13 +348,20 @@ class KeywordIndex:
     def _touch(self, project: str) -> None:
         self.generation[project] = self.generation.get(project, 0) + 1
 
-    def _upsert(self, memory: Memory) -> bool:
-        """Write one row; True if its text changed (not just counts or retirement)."""
+    def _old_rows(self, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+        """(seq, body, session, timestamp, embedding, type, project) of the ids held, by id."""
+        found: dict[str, tuple[Any, ...]] = {}
+        for chunk in _chunks(ids, 500):
+            found.update((row[0], row[1:]) for row in self.db.execute(
+                "SELECT id, seq, body, session, timestamp, embedding, type, project FROM memory"
+                " WHERE id IN (" + ",".join("?" * len(chunk)) + ")", chunk))
+        return found
+
+    def _upsert(self, memory: Memory,
+                old: tuple[Any, ...] | None) -> tuple[int, set[int]] | None:
+        """Write one row (`old`: its row before, if any). If its text changed (not just counts
+        or retirement): its seq and its former neighbours if it moved (their text is due)."""
         body = memory_body(memory)
-        old = self.db.execute(
-            "SELECT seq, body, session, timestamp, embedding, type, project FROM memory"
-            " WHERE id = ?", (memory.id,),
-        ).fetchone()
         moved = old is None or (old[2], old[3]) != (memory.session, epoch(memory.timestamp))
         affected = set(self._neighbours(old[0])) if old is not None and moved else set()
         vector = old[4] if old is not None and old[1] == body else self._vector(body)
@@ -324,11 +378,8 @@ class KeywordIndex:
         if vector is not None and (old is None or (old[4], old[6]) != (vector, memory.project)):
             self._vector_change(memory.project, seq, vector)
         if old is None or moved or old[1] != body or old[5] != memory.type.value:
-            affected.update(self._neighbours(seq))
-            affected.add(seq)
-            self._refresh_text(affected)
-            return True
-        return False
+            return seq, affected
+        return None
 
     def _vector(self, body: str) -> bytes | None:
         if self.embedder is None:
@@ -349,17 +400,15 @@ class KeywordIndex:
 
     def _neighbours(self, seq: int) -> list[int]:
         """Up to NEIGHBOURS memories on each side of `seq` in its session, nearest first."""
-        found: list[int] = []
-        for op, order in (("<", "DESC"), (">", "ASC")):
-            sql = _SIDE.format(op=op, order=order)
-            found.extend(r[0] for r in self.db.execute(sql, (seq, NEIGHBOURS)))
-        return found
+        return [r[0] for r in self.db.execute(_NEIGHBOURS, (seq, NEIGHBOURS))]
 
-    def _refresh_text(self, seqs: Iterable[int]) -> None:
+    def _refresh_text(self, seqs: Iterable[int], *, spread: Iterable[int] = ()) -> None:
+        """Re-index the text of `seqs`, and of each of `spread` and its neighbours."""
         # One read for every row involved (the memories and their neighbours): a remember
         # re-indexes itself and its neighbours, whose contexts overlap (was ~35 queries).
-        wanted = list(dict.fromkeys(seqs))
-        around = {seq: self._neighbours(seq) for seq in wanted}
+        around = {seq: self._neighbours(seq) for seq in spread}
+        wanted = list({*seqs, *around, *(n for found in around.values() for n in found)})
+        around.update((seq, self._neighbours(seq)) for seq in wanted if seq not in around)
         rows = self._rows({*wanted, *(n for found in around.values() for n in found)})
         documents = []
         for seq in wanted:
@@ -393,20 +442,20 @@ class KeywordIndex:
     # What kg/recall/catch_up.py compares with the store to learn of other instances' writes.
     def project_counts(self) -> dict[str, int]:
         """How many memories (retired ones included) the index holds, per project."""
-        with self.lock:
+        with self.reading():
             rows = self.db.execute("SELECT project, COUNT(*) FROM memory GROUP BY project")
             return {str(project): int(count) for project, count in rows}
 
     def project_ids(self, project: str) -> set[str]:
         """The ids of every memory of `project` the index holds."""
-        with self.lock:
+        with self.reading():
             rows = self.db.execute("SELECT id FROM memory WHERE project = ?", (project,))
             return {str(row[0]) for row in rows}
 
     def memory_states(self, memory_ids: Sequence[str]) -> dict[str, tuple[bool, str | None]]:
         """(retired, last accessed as ISO text) of each given memory that the index holds."""
         found: dict[str, tuple[bool, str | None]] = {}
-        with self.lock:
+        with self.reading():
             for chunk in _chunks(list(memory_ids), 500):
                 rows = self.db.execute(
                     "SELECT id, retired_at IS NOT NULL, json_extract(record, '$.last_accessed')"
@@ -416,21 +465,21 @@ class KeywordIndex:
 
     def latest_change(self) -> float | None:
         """The latest recorded or retired time the index holds (epoch seconds; None if empty)."""
-        with self.lock:
+        with self.reading():
             row = self.db.execute("SELECT MAX(recorded_at), MAX(retired_at) FROM memory").fetchone()
         moments = [float(m) for m in row if m is not None]
         return max(moments) if moments else None
 
     def catch_up_watermark(self) -> float | None:
         """The store time up to which catch-up applied every change (kept in `meta`)."""
-        with self.lock:
+        with self.reading():
             row = self.db.execute(
                 "SELECT value FROM meta WHERE key = 'catch_up_watermark'").fetchone()
         return float(row[0]) if row is not None else None
 
     def set_catch_up_watermark(self, moment: float) -> None:
         """Remember the catch-up watermark (a rebuild drops it with the rest of `meta`)."""
-        with self.lock:
+        with self.reading():
             self.db.execute(
                 "INSERT OR REPLACE INTO meta VALUES ('catch_up_watermark', ?)", (repr(moment),))
 

@@ -205,6 +205,10 @@ class LocomoSet:
                     session=f"{project}-s{session}", source_type=SourceType.USER,
                     valid_from=date, timestamp=date,
                 )
+                # Indexed turn by turn, as a service remembering at conversation pace does, so
+                # the figures never depend on timing: a burst applied as one batch leaves fewer
+                # replaced documents in BM25's statistics (kg/recall/index_writer.py).
+                self.engine.index.drain()
                 turns_of[outcome.memory.id].add(turn["dia_id"])
                 self.memories += outcome.created
         return turns_of

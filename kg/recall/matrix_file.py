@@ -16,6 +16,8 @@ import os
 import secrets
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -36,13 +38,15 @@ def matrix_location(path: Path | None) -> Path | None:
 class MatrixFiles:
     """The project matrix files of one recall index (or none, for an in-memory index).
 
-    `lock` is the index's lock: writers hold it from their SQLite transaction to the append."""
+    `lock` is the index's lock: writers hold it from their SQLite transaction to the append.
+    `drain` applies the index's queued writes: reads call it first (kg/recall/index_writer.py)."""
 
     def __init__(self, folder: Path | None, db: sqlite3.Connection, lock: threading.RLock, *,
-                 dim: int) -> None:
+                 dim: int, drain: Callable[[], object] = lambda: None) -> None:
         self.folder = folder
         self.db = db
         self.lock = lock
+        self.drain = drain
         self.layout = MatrixLayout(dim)
         self.epoch = ""
         self.versions: dict[str, int] = {}
@@ -59,8 +63,16 @@ class MatrixFiles:
                 "SELECT project, version FROM matrix_version")}
 
     def stamp(self, project: str) -> tuple[str, int]:
-        """The (epoch, version) a current matrix of `project` has."""
+        """The (epoch, version) a current matrix of `project` has (queued writes applied)."""
+        self.drain()
         return self.epoch, self.versions.get(project, 0)
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The lock with the index's queued writes applied."""
+        with self.lock:
+            self.drain()
+            yield
 
     def path(self, project: str) -> Path | None:
         """The project's file (readable name, a hash against case-insensitive collisions)."""
@@ -152,7 +164,7 @@ class MatrixFiles:
 
     def from_rows(self, project: str) -> Matrix:
         """The project's current matrix read from the SQLite rows (the source of the files)."""
-        with self.lock:
+        with self._reading():
             rows = self.db.execute(
                 "SELECT seq, embedding FROM memory WHERE project = ? AND embedding IS NOT NULL",
                 (project,)).fetchall()
@@ -172,7 +184,7 @@ class MatrixFiles:
         path = self.path(project)
         if path is None:
             return None
-        with self.lock:  # appends and renames wait while the file's extent is taken
+        with self._reading():  # appends and renames wait while the file's extent is taken
             stamp = self.stamp(project)
             try:
                 with open(path, "rb") as file:
@@ -187,7 +199,7 @@ class MatrixFiles:
         path = self.path(project)
         if path is None:
             return False
-        with self.lock:
+        with self._reading():
             try:
                 with open(path, "rb") as file:
                     header = file.read(HEADER_BYTES)
@@ -203,7 +215,7 @@ class MatrixFiles:
         """Rewrite from the SQLite rows every project file that is missing or stale; how many."""
         if self.folder is None:
             return 0
-        with self.lock:
+        with self._reading():
             projects = [str(r[0]) for r in self.db.execute("SELECT DISTINCT project FROM memory")]
         written = sum(self.snapshot(p, self.from_rows(p)) for p in projects
                       if not self.is_current(p))

@@ -130,6 +130,7 @@ def test_forget_keeps_the_row_and_purges_delete_it(disk: Disk) -> None:
 def test_a_file_that_missed_a_write_is_stale_and_rebuilt(disk: Disk) -> None:
     before = disk.file().read_bytes()
     disk.memory.remember("Logs go to Loki", project="p1", session="s1")
+    disk.index.drain()  # the queued write committed to SQLite and appended
     overwrite(disk.file(), before)  # as if the process died between commit and append
     disk.reopen()
     assert disk.index.matrices.read("p1") is None
@@ -150,6 +151,7 @@ def test_a_file_ahead_of_sqlite_is_stale(disk: Disk) -> None:
 def test_a_later_append_never_hides_a_lost_one(disk: Disk) -> None:
     before = disk.file().read_bytes()
     disk.memory.remember("Logs go to Loki", project="p1", session="s1")
+    disk.index.drain()
     overwrite(disk.file(), before)  # the first append is lost …
     disk.memory.remember("Metrics go to Prometheus", project="p1", session="s1")
     assert disk.index.matrices.read("p1") is None  # … so the next one is not applied on top
@@ -207,6 +209,7 @@ def test_files_with_many_replaced_rows_are_compacted(disk: Disk,
     kitten = disk.engine.recall("p1", "kitten", mode="text")[0].memory
     for i in range(6):  # the same memory's text changes again and again
         disk.index.memory_written(replace(kitten, content=f"The kitten sleeps, take {i}"))
+        disk.index.drain()  # each change its own write (a batch would keep the last only)
     assert disk.index.matrices.read("p1") is not None
     cache = MatrixCache(disk.index.matrices)
     matrix = cache.exact("p1")

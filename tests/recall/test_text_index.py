@@ -82,6 +82,7 @@ def test_uncommitted_words_after_a_crash_are_reindexed(tmp_path: Path) -> None:
         "index = keyword_index.KeywordIndex(Path(sys.argv[1]))\n"
         "memory = LongTermMemory(EmbeddedStore(None), listeners=[index])\n"
         "memory.remember('Blue green deploys', project='p1', session='s1')\n"
+        "index.drain()  # the queued write reaches SQLite and the (uncommitted) words\n"
         "os._exit(9)  # killed before the text commit\n"
     )
     ended = subprocess.run([sys.executable, "-c", crash, str(path)], check=False)
