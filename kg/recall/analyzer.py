@@ -1,4 +1,5 @@
-"""Text analysis for the keyword index: words, lower-cased, without diacritics, Porter-stemmed."""
+"""Text analysis for the keyword index: words, lower-cased, without diacritics, mapped to their
+base form where the stemmer cannot (kg/recall/word_forms.py), Porter-stemmed."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from functools import lru_cache
 
 import Stemmer
 
+from kg.recall.word_forms import base_form
+
 __all__ = ["WORD", "scope_prefix", "stems"]
 
 # Letters and digits only ('_' splits words, as SQLite's unicode61 tokenizer did before).
@@ -16,7 +19,8 @@ _STEMMER = Stemmer.Stemmer("porter")
 
 
 def stems(text: str) -> list[str]:
-    """The Porter stems of the words of `text`, in order, repeats kept (term frequency)."""
+    """The Porter stems of the words of `text` (of their base forms: "bought" → "buy"), in
+    order, repeats kept (term frequency)."""
     lowered = text.lower()
     if not lowered.isascii():
         lowered = "".join(c for c in unicodedata.normalize("NFKD", lowered)
@@ -27,7 +31,7 @@ def stems(text: str) -> list[str]:
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
     # Vocabularies are small next to texts: caching makes stemming a dictionary look-up.
-    return str(_STEMMER.stemWord(word))
+    return str(_STEMMER.stemWord(base_form(word)))
 
 
 def scope_prefix(project: str) -> str:

@@ -173,7 +173,8 @@ class RecallEngine:
             # Times the query names ("in May 2023", "last week" from the recall's moment) and
             # its question type's cue ("when …") are keys the memories are indexed under too.
             keys = query_keys(query, datetime.fromtimestamp(filters.at, UTC),
-                              time=self.weights.time, cue=self.weights.cue)
+                              time=self.weights.time, cue=self.weights.cue,
+                              coverage=self.weights.coverage)
             candidates = self.search.keyword(
                 filters, query_tokens(query), limit=KEYWORD_CANDIDATES, keys=keys)
         cosines: dict[int, float] = {}

@@ -38,6 +38,9 @@ class FusionWeights:
     # that have the cue the question asks for (both fitted on LoCoMo's dev split).
     time: float = 2.0
     cue: float = 0.1
+    # The share of the best score a found memory gains times the share of the query's words its
+    # own text holds (not only its neighbours', which the index adds as context; fitted there too).
+    coverage: float = 0.25
     # Mode "rerank" (kg/recall/reranker.py): the MiniLM cosine's weight beside the scaled BM25
     # when the fast path's best candidates are reordered (fitted on LoCoMo's dev split).
     rerank: float = 1.0

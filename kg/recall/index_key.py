@@ -21,11 +21,15 @@ from datetime import date, datetime
 
 from kg.recall.time_expression import memory_terms, query_terms, spans
 
-__all__ = ["CUES", "CUE_NUMBER", "CUE_TIME", "memory_keys", "query_keys"]
+__all__ = ["COVERAGE", "CUES", "CUE_NUMBER", "CUE_TIME", "memory_keys", "query_keys"]
 
 CUE_TIME = "ctime"
 CUE_NUMBER = "cnum"
 CUES = {CUE_TIME: 1, CUE_NUMBER: 2}  # the bit of each cue in the keyword index's `cues` field
+# Not a term: the weight of the share of the query's words a found memory's own text holds, which
+# reorders the found memories (kg/recall/text_index.py): a memory that says the question's words
+# itself goes before one whose neighbours say them.
+COVERAGE = "cover"
 _NUMBER_WORDS = frozenset([
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     "twelve", "twenty", "hundred", "thousand", "twice", "once", "couple", "few", "several",
@@ -48,10 +52,13 @@ def memory_keys(text: str, moment: datetime | date) -> list[str]:
     return keys
 
 
-def query_keys(text: str, now: datetime | date, *, time: float,
-               cue: float) -> list[tuple[str, float]]:
-    """(key, weight) pairs for a query asked at `now`: the times it names, its question's cue."""
+def query_keys(text: str, now: datetime | date, *, time: float, cue: float,
+               coverage: float = 0.0) -> list[tuple[str, float]]:
+    """(key, weight) pairs for a query asked at `now`: the times it names, its question's cue,
+    the weight of its words in the found memories' own text."""
     keys = [(term, time) for term in query_terms(text, now)] if time > 0 else []
+    if coverage > 0:
+        keys.append((COVERAGE, coverage))
     if cue > 0:
         if _WHEN.match(text):
             keys.append((CUE_TIME, cue))

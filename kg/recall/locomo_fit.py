@@ -17,6 +17,7 @@ GRID: Mapping[str, Sequence[float]] = {
     "semantic": (0.0, 0.25, 0.5, 1.0, 1.5),
     "time": (0.0, 1.0, 2.0, 4.0),
     "cue": (0.0, 0.05, 0.1, 0.3),
+    "coverage": (0.0, 0.1, 0.25, 0.5),
     "rerank": (0.5, 1.0, 1.5, 2.0, 3.0),  # mode "rerank" only
 }
 

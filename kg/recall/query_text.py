@@ -29,8 +29,10 @@ _STOP_TEXT = (
     what when where which while who whom why will with would you your yours yourself yourselves
     """
 )
-STOP_WORDS = frozenset(_STOP_TEXT.split())
-
+# What the word pattern leaves of a contraction or possessive ("Mel's" → "mel", "s"; "hadn't" →
+# "hadn", "t"; "I'll" → "i", "ll"): nearly every memory has them, no topic does.
+_FRAGMENTS = "s t d ll m re ve"
+STOP_WORDS = frozenset(_STOP_TEXT.split()) | frozenset(_FRAGMENTS.split())
 
 
 class InvalidQueryError(ValidationError):
