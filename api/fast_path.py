@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING
 
-from flask import Flask, Response
+from flask import Flask
 from werkzeug.wsgi import get_host
 
 from api.auth import principal_for
@@ -23,7 +23,7 @@ from api.bridge import SENT, Answer, Begin, BrokenStreamError, TakenOverError, c
 from api.protocol_request import read_query_string
 from api.query_plan import QueryPlan, current_url, media_type, plan_query, query_options
 from api.stream import FastStream, accepts_gzip, gzip_chunks, result_response, stream_headers
-from api.transport import GZIP_MIN_BYTES
+from api.transport import GZIP_MIN_BYTES, finish_in_flask
 from kg.errors import QueryTimeoutError
 from kg.settings import Settings
 from kg.sparql.recall_service import mentions_recall
@@ -169,21 +169,14 @@ class QueryFastPath:
                 error: Exception | None = None,
                 output: tuple[QueryOutput, str] | None = None) -> Iterable[bytes]:
         """Finish a response the way Flask's dispatch would (handlers, after-request hooks)."""
-        app = self.app
-        with app.request_context(environ):
-            try:
-                if error is not None:
-                    rv: Response = app.handle_user_exception(error)  # type: ignore[assignment]
-                else:
-                    assert output is not None
-                    rv = result_response(*output,
-                                         accept_encoding=environ.get("HTTP_ACCEPT_ENCODING", ""))
-                response = app.finalize_request(rv)
-            except Exception as exc:
-                if output is not None and output[0].chunks is not None:
-                    output[0].chunks.close()  # stops the worker
-                response = app.handle_exception(exc)
-            return response(environ, start_response)
+        if output is None:
+            return finish_in_flask(self.app, environ, start_response, error=error)
+        chunks = output[0].chunks
+        return finish_in_flask(
+            self.app, environ, start_response,
+            make=lambda: result_response(*output, accept_encoding=environ.get(
+                "HTTP_ACCEPT_ENCODING", "")),
+            on_failure=chunks.close if chunks is not None else None)  # stops the worker
 
 
 def fast_path(app: Flask) -> QueryFastPath:

@@ -25,7 +25,7 @@ from urllib.parse import parse_qsl
 from flask import Flask, Response
 
 from api.auth import principal_for
-from api.transport import GZIP_MIN_BYTES
+from api.transport import GZIP_MIN_BYTES, finish_in_flask
 from kg.errors import KgError
 from kg.mcp_server import READ_TOOLS
 from kg.terms import validate_identifier
@@ -105,19 +105,10 @@ class McpRoute:
                 error: Exception | None = None,
                 answer: _Answer | None = None) -> Iterable[bytes]:
         """Finish a response the way Flask's dispatch would (handlers, after-request hooks)."""
-        app = self.app
-        with app.request_context(environ):
-            try:
-                if error is not None:
-                    rv: Response = app.handle_user_exception(error)  # type: ignore[assignment]
-                else:
-                    assert answer is not None
-                    status, headers, body = answer
-                    rv = Response(body, status, headers)
-                response = app.finalize_request(rv)
-            except Exception as exc:
-                response = app.handle_exception(exc)
-            return response(environ, start_response)
+        if answer is None:
+            return finish_in_flask(self.app, environ, start_response, error=error)
+        return finish_in_flask(self.app, environ, start_response,
+                               make=lambda: Response(answer[2], answer[0], answer[1]))
 
 
 def calls_a_write(body: bytes) -> bool:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from flask import Flask, Response, request
 
 from kg.settings import Settings
 
-__all__ = ["GZIP_MIN_BYTES", "install"]
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+__all__ = ["GZIP_MIN_BYTES", "finish_in_flask", "install"]
 
 # Below this a response goes out as is: compressing small bodies costs more than it saves.
 GZIP_MIN_BYTES = 64 * 1024
@@ -55,3 +60,24 @@ def install(app: Flask, settings: Settings) -> None:
         response.headers["Content-Encoding"] = "gzip"
         response.vary.add("Accept-Encoding")
         return response
+
+
+def finish_in_flask(app: Flask, environ: WSGIEnvironment, start_response: StartResponse, *,
+                    error: Exception | None = None, make: Callable[[], Response] | None = None,
+                    on_failure: Callable[[], object] | None = None) -> Iterable[bytes]:
+    """Finish, as Flask's dispatch would (error handlers, after-request hooks), a response
+    made outside it: the view's error for `error`, else `make()`; `on_failure` runs first if
+    that fails."""
+    with app.request_context(environ):
+        try:
+            if error is not None:
+                rv: Response = app.handle_user_exception(error)  # type: ignore[assignment]
+            else:
+                assert make is not None
+                rv = make()
+            response = app.finalize_request(rv)
+        except Exception as exc:
+            if on_failure is not None:
+                on_failure()
+            response = app.handle_exception(exc)
+        return response(environ, start_response)
