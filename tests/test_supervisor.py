@@ -65,11 +65,15 @@ def test_a_killed_worker_is_replaced_and_its_acknowledged_writes_and_index_kept(
              what="the new worker to answer")
     assert _json(server, "GET", f"/v1/projects/sup/memories/{memory}",
                  token=READER).status == 200
-    # The recall index is in step with the store in the new worker.
-    found = _json(server, "POST", "/v1/projects/sup/recall", {"query": "deploy key tuesday"},
-                  token=READER)
-    assert found.status == 200, found.body
-    assert memory in found.body.decode()
+    # The recall index is in step with the store in the new worker once its start-up check
+    # has run (in the background: the kill may have come before the index applied the write).
+    def recalled() -> bool:
+        found = _json(server, "POST", "/v1/projects/sup/recall",
+                      {"query": "deploy key tuesday"}, token=READER)
+        assert found.status == 200, found.body
+        return memory in found.body.decode()
+
+    wait_for(recalled, timeout=30, what="the new worker's recall to find the memory")
     assert server.process.poll() is None
 
 
