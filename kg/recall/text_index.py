@@ -166,13 +166,16 @@ class TextIndex:
         if not found or not (cues or coverage > 0):
             return found
         best = found[0][1]
-        bits = [int(b or 0) for b, seq in zip(searcher.fast_field_values("cues", addresses),
-                                               seqs, strict=True) if seq is not None]
-        own = self._own_words(searcher, [seq for seq, _ in found[:COVERED]], terms) if (
-            coverage > 0) else {}
-        boosted = [(seq, score + best * sum(w for bit, w in cues.items() if bit & mask)
-                    + coverage * best * own.get(seq, 0) / len(terms))
-                   for (seq, score), mask in zip(found, bits, strict=True)]
+        boosted = found
+        if cues:  # the cue bits of every hit (a fast field read): only when a cue is asked for
+            bits = [int(b or 0) for b, seq in zip(searcher.fast_field_values("cues", addresses),
+                                                   seqs, strict=True) if seq is not None]
+            boosted = [(seq, score + best * sum(w for bit, w in cues.items() if bit & mask))
+                       for (seq, score), mask in zip(found, bits, strict=True)]
+        if coverage > 0:  # the best COVERED only: the rest gain nothing
+            own = self._own_words(searcher, [seq for seq, _ in found[:COVERED]], terms)
+            boosted = [(seq, score + coverage * best * own[seq] / len(terms)) if seq in own
+                       else (seq, score) for seq, score in boosted]
         return sorted(boosted, key=lambda hit: -hit[1])  # stable: ties keep tantivy's order
 
     def _own_words(self, searcher: tantivy.Searcher, seqs: Sequence[int],
