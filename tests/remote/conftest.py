@@ -23,6 +23,7 @@ from kg.store import EmbeddedStore, Store
 from kg.store.remote import RemoteStore
 from kg.store.sparql_client import SparqlClient
 from tests.conftest import free_port
+from tests.processes import wait_for
 
 REMOTE_KIND = os.environ.get("KG_TEST_REMOTE", "oxigraph")
 
@@ -102,6 +103,10 @@ class OxigraphServer:
         """Freeze the server: the kernel still accepts connections, nothing answers."""
         assert self.process is not None
         self.process.send_signal(signal.SIGSTOP)
+        # The signal arrives asynchronously: a thread still running could answer one more
+        # request. Return once every thread of the server is stopped.
+        wait_for(lambda: _stopped(self.process.pid) if self.process else False, timeout=10,
+                 what="the server's threads to stop")
 
     def resume(self) -> None:
         assert self.process is not None
@@ -173,3 +178,15 @@ def any_store(request: pytest.FixtureRequest) -> Store:
         return EmbeddedStore(None)
     store: Store = request.getfixturevalue("remote_store")
     return store
+
+
+def _stopped(pid: int) -> bool:
+    """True once every thread of `pid` is stopped (state T); True where /proc is missing."""
+    tasks = Path(f"/proc/{pid}/task")
+    if not tasks.is_dir():
+        return True
+    states = []
+    for task in tasks.iterdir():
+        with contextlib.suppress(OSError):
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+    return bool(states) and all(state in ("T", "t") for state in states)
