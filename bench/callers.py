@@ -29,7 +29,8 @@ from kg.client import MemoryClient
 __all__ = ["LABELS", "TOKEN", "Way", "cpu_ns", "ways"]
 
 TOKEN = "bench-agent-reach"
-LABELS = {"http": "HTTP API (http.client, keep-alive)", "client": "MemoryClient",
+LABELS = {"http": "HTTP API (http.client, keep-alive)",
+          "httpx": "HTTP API (httpx2, the SDK client's HTTP library)", "client": "MemoryClient",
           "mcp": "MCP over HTTP (SDK client)",
           "mcp_raw": "MCP over HTTP (raw POST, 2026-07-28 revision)",
           "mcp_2025": "MCP over HTTP (raw POST, 2025-06-18 revision)"}
@@ -75,6 +76,26 @@ def _http_calls(port: int, way: str) -> dict[str, Call]:
     async def recall(i: int) -> None:
         found = post(f"/v1/projects/{RECALL_PROJECT}/recall",
                      {"query": QUERIES[i % len(QUERIES)], **RECALL_ARGS}, 200, {})
+        assert found["hits"], found
+
+    return {"remember": remember, "recall": recall}
+
+
+def _httpx_calls(web: httpx2.AsyncClient, url: str) -> dict[str, Call]:
+    """The HTTP API through the async httpx2 client the SDK's MCP client sends with."""
+    async def post(path: str, body: dict[str, Any], status: int) -> Any:
+        response = await web.post(f"{url}{path}", json=body,
+                                  headers={"Accept": "application/json"})
+        assert response.status_code == status, response.text[:300]
+        return response.json()
+
+    async def remember(i: int) -> None:
+        await post(f"/v1/projects/{REMEMBER_PROJECT}/memories",
+                   {"content": _content("httpx", i), "confidence": 0.8}, 201)
+
+    async def recall(i: int) -> None:
+        found = await post(f"/v1/projects/{RECALL_PROJECT}/recall",
+                           {"query": QUERIES[i % len(QUERIES)], **RECALL_ARGS}, 200)
         assert found["hits"], found
 
     return {"remember": remember, "recall": recall}
@@ -160,6 +181,7 @@ async def ways(stack: AsyncExitStack, servers: dict[str, ServerProcess]) -> dict
         if side == "now":
             memory = stack.enter_context(MemoryClient(server.url, token=TOKEN))
             ways["client"] = Way(_client_calls(memory), server.pid)
+            ways["httpx"] = Way(_httpx_calls(web, server.url), server.pid)
             ways["mcp_raw"] = Way(_raw_mcp_calls(server.port, "2026-07-28"), server.pid)
             ways["mcp_2025"] = Way(_raw_mcp_calls(server.port, "2025-06-18"), server.pid)
     return ways
