@@ -39,6 +39,7 @@ from api.bridge import (
     refusal,
     respond,
 )
+from api.lane import Lane
 from api.wire import Wire
 from kg.errors import KgError
 
@@ -84,10 +85,12 @@ class Connection:
 
     def __init__(self, sock: socket.socket, address: tuple[Any, ...], *, app: WSGIApplication,
                  shortcut: Shortcut | None, limits: Limits, server: tuple[str, int],
-                 stopping: threading.Event, app_slots: threading.BoundedSemaphore) -> None:
+                 stopping: threading.Event, app_slots: threading.BoundedSemaphore,
+                 lane: Lane) -> None:
         self.sock, self.address, self.app, self.shortcut = sock, address, app, shortcut
         self.limits, self.server, self.stopping = limits, server, stopping
-        self.app_slots = app_slots
+        self.app_slots, self.lane = app_slots, lane
+        self._turn = False
         self.busy = False
         self._parser = httptools.HttpRequestParser(self)
         self._request = Request()
@@ -125,6 +128,16 @@ class Connection:
         if not size:
             return False
         data = memoryview(self._buffer)[:size]  # the parser copies what it passes on
+        # A GET (most likely a plain query) takes its turn in the lane (api/lane.py) from its
+        # parsing to the end of its answer; a request for the app gives it up on the way there.
+        self._turn = self._buffer.startswith(b"GET ") and self.lane.enter()
+        try:
+            return self._take(data)
+        finally:
+            self._leave_lane()
+
+    def _take(self, data: memoryview) -> bool:
+        """Parse what came and answer every request it completes; False: close."""
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -140,6 +153,7 @@ class Connection:
             elif stop.answer is not None:
                 self.wire.send_answer(stop.answer, head_only=False, keep_alive=False)
             if stop.unread:
+                self._leave_lane()
                 self._linger(stop.unread)
             return False
         except httptools.HttpParserError as exc:
@@ -235,13 +249,16 @@ class Connection:
         head_only = request.method == "HEAD"
         self.busy = True
         self.wire.stream = None
+        fast = self.shortcut is not None and request.method == "GET"
         try:
             answer = None
-            if self.shortcut is not None and request.method == "GET":
+            if fast:
+                assert self.shortcut is not None
                 answer = self.shortcut(environ, self._overrun,
                                        partial(self.wire.begin, version=request.version,
                                                head_only=False, keep_alive=keep_alive))
             if answer is None:
+                self._leave_lane()
                 # At most KG_THREADS requests are inside the app at once: more threads in
                 # Python-heavy work (recall, remember) only lengthen each other's GIL waits.
                 with self.app_slots:
@@ -254,6 +271,7 @@ class Connection:
             return self._send_stream(status, headers, body, version=request.version,
                                      head_only=head_only, keep_alive=keep_alive)
         except TakenOverError:
+            self._leave_lane()
             # Let the watchdog's answer go out before the socket closes.
             self.wire.answered.wait(timeout=10)
             return False
@@ -262,6 +280,12 @@ class Connection:
         finally:
             self.busy = False
             environ["wsgi.input"].close()
+
+    def _leave_lane(self) -> None:
+        """End this thread's turn in the lane, if it has one."""
+        if self._turn:
+            self._turn = False
+            self.lane.leave()
 
     def _send_stream(self, status: int, headers: list[tuple[str, str]], body: Iterable[bytes],
                      *, version: str, head_only: bool, keep_alive: bool) -> bool:

@@ -25,6 +25,7 @@ from api.bridge import Shortcut, refusal
 from api.budget import BudgetGate
 from api.connection import Connection, Limits
 from api.fast_path import fast_path
+from api.lane import Lane
 from kg.settings import Settings
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class HttpServer:
             self._wsgi = gate.wrap_app(self._wsgi)
         self._shortcut = shortcut
         self._app_slots = threading.BoundedSemaphore(settings.threads)
+        self._lane = Lane()
 
     @property
     def address(self) -> tuple[str, int]:
@@ -105,7 +107,7 @@ class HttpServer:
         connection = Connection(sock, address, app=self._wsgi,
                                 shortcut=self._shortcut, limits=self.limits,
                                 server=self.address, stopping=self.stopping,
-                                app_slots=self._app_slots)
+                                app_slots=self._app_slots, lane=self._lane)
         thread = threading.Thread(target=self._serve, args=(connection,), name="kg-http",
                                   daemon=True)
         with self._lock:
