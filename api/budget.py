@@ -28,14 +28,21 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from api.bridge import Answer, Shortcut
+from api.bridge import Answer
 from api.errors import error_body
 from kg.store.execution import CALLER
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIApplication, WSGIEnvironment
 
-__all__ = ["SPARQL_PATHS", "BudgetGate", "RunawayLedger", "caller_of"]
+__all__ = [
+    "SPARQL_PATHS",
+    "BudgetGate",
+    "RunawayLedger",
+    "address_caller",
+    "caller_of",
+    "token_caller",
+]
 
 log = logging.getLogger("jido_kg.budget")
 
@@ -120,11 +127,21 @@ class RunawayLedger:
 
 def caller_of(environ: WSGIEnvironment) -> str:
     """Who a request is charged to: its bearer token (hashed), else its client address."""
+    return token_caller(environ) or _address_id(environ.get("REMOTE_ADDR", ""))
+
+
+def token_caller(environ: WSGIEnvironment) -> str | None:
+    """The caller a request's bearer token names (hashed), or None without one."""
     header = environ.get("HTTP_AUTHORIZATION", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return _token_id(token.strip())
-    return _address_id(environ.get("REMOTE_ADDR", ""))
+    return None
+
+
+def address_caller(address: tuple[Any, ...]) -> str:
+    """The caller a client address names (for a request without a bearer token)."""
+    return _address_id(str(address[0]))
 
 
 @lru_cache(maxsize=256)
@@ -153,9 +170,13 @@ class BudgetGate:
         self.ledger = ledger
 
     def refusal(self, environ: WSGIEnvironment, caller: str) -> Answer | None:
-        """The 429 answer for a caller over budget, else None."""
+        """The 429 answer for a SPARQL request of a caller over budget, else None."""
         if environ.get("PATH_INFO", "") not in SPARQL_PATHS:
             return None
+        return self.refusal_of(caller)
+
+    def refusal_of(self, caller: str) -> Answer | None:
+        """The 429 answer for a caller over budget, else None."""
         wait = self.ledger.retry_after(caller)
         if wait is None:
             return None
@@ -183,22 +204,6 @@ class BudgetGate:
             token = CALLER.set(caller)
             try:
                 return app(environ, start_response)
-            finally:
-                CALLER.reset(token)
-
-        return gated
-
-    def wrap_shortcut(self, shortcut: Shortcut) -> Shortcut:
-        """The connection-thread shortcut (the SPARQL GET fast path) behind the gate."""
-
-        def gated(environ: WSGIEnvironment, *args: Any) -> Answer | None:
-            caller = caller_of(environ)
-            refused = self.refusal(environ, caller)
-            if refused is not None:
-                return refused
-            token = CALLER.set(caller)
-            try:
-                return shortcut(environ, *args)
             finally:
                 CALLER.reset(token)
 

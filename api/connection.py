@@ -23,7 +23,6 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httptools
@@ -32,8 +31,10 @@ from api.bridge import (
     SENT,
     Answer,
     BrokenStreamError,
+    Ready,
     Request,
     Shortcut,
+    StreamWriter,
     TakenOverError,
     environ_of,
     refusal,
@@ -46,7 +47,7 @@ from kg.errors import KgError
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from _typeshed.wsgi import WSGIApplication
+    from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
 
 __all__ = ["Connection", "Limits"]
 
@@ -81,7 +82,10 @@ class _Stop(Exception):
 
 
 class Connection:
-    """Reads requests from one socket and answers each in this thread, in order."""
+    """Reads requests from one socket and answers each in this thread, in order.
+
+    It is the shortcut's `Exchange` (api.bridge) for the request being answered.
+    """
 
     def __init__(self, sock: socket.socket, address: tuple[Any, ...], *, app: WSGIApplication,
                  shortcut: Shortcut | None, limits: Limits, server: tuple[str, int],
@@ -98,6 +102,9 @@ class Connection:
         self.wire = Wire(sock)
         self._head = 0
         self._buffer = bytearray(_READ_BYTES)
+        # The request being answered: its environ once made, and how a streamed answer goes.
+        self._environ: WSGIEnvironment | None = None
+        self._version, self._keep_alive = "1.1", True
 
     # -- the thread's loop ---------------------------------------------------------------------
 
@@ -199,20 +206,22 @@ class Connection:
         self._head = 0
 
     def on_url(self, url: bytes) -> None:
-        self._count(len(url))
+        self._head += len(url)
+        if self._head > self.limits.max_head_bytes:
+            self._head_too_large()
         self._request.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        self._count(len(name) + len(value))
+        self._head += len(name) + len(value)
+        if self._head > self.limits.max_head_bytes:
+            self._head_too_large()
         self._request.headers.append((name.lower(), value))
 
-    def _count(self, size: int) -> None:
-        self._head += size
-        if self._head > self.limits.max_head_bytes:
-            raise _Stop(refusal(431, "request_head_too_large",
-                                f"the request line and headers exceed "
-                                f"{self.limits.max_head_bytes} bytes; send a long query in a "
-                                "POST body"))
+    def _head_too_large(self) -> None:
+        raise _Stop(refusal(431, "request_head_too_large",
+                            f"the request line and headers exceed "
+                            f"{self.limits.max_head_bytes} bytes; send a long query in a "
+                            "POST body"))
 
     def on_headers_complete(self) -> None:
         request, parser = self._request, self._parser
@@ -245,24 +254,24 @@ class Connection:
 
     def _respond(self, request: Request, *, keep_alive: bool) -> bool:
         """Answer one request; False once the connection must close (or was taken over)."""
-        environ = environ_of(request, server=self.server, client=self.address)
         head_only = request.method == "HEAD"
         self.busy = True
         self.wire.stream = None
-        fast = self.shortcut is not None and request.method == "GET"
+        self._version, self._keep_alive = request.version, keep_alive
         try:
             answer = None
-            if fast:
-                assert self.shortcut is not None
-                answer = self.shortcut(environ, self._overrun,
-                                       partial(self.wire.begin, version=request.version,
-                                               head_only=False, keep_alive=keep_alive))
+            if self.shortcut is not None and request.method == "GET":
+                answer = self.shortcut(request, self)
             if answer is None:
                 self._leave_lane()
+                environ = self.environ(request)
                 # At most KG_THREADS requests are inside the app at once: more threads in
                 # Python-heavy work (recall, remember) only lengthen each other's GIL waits.
                 with self.app_slots:
                     answer = respond(self.app, environ)
+            elif type(answer) is Ready:
+                return self.wire.send_ready(answer, head_only=head_only, keep_alive=keep_alive)
+            assert not isinstance(answer, Ready)
             if answer is SENT and self.wire.stream is not None:
                 return self.wire.stream.finish()
             status, headers, body = answer
@@ -279,7 +288,26 @@ class Connection:
             return False
         finally:
             self.busy = False
-            environ["wsgi.input"].close()
+            if self._environ is not None:
+                self._environ["wsgi.input"].close()
+                self._environ = None
+
+    # -- the shortcut's Exchange (api.bridge) ----------------------------------------------------
+
+    def environ(self, request: Request) -> WSGIEnvironment:
+        """The WSGI environ of the request being answered (made once)."""
+        if self._environ is None:
+            self._environ = environ_of(request, server=self.server, client=self.address)
+        return self._environ
+
+    def overrun(self, answer: Answer) -> None:
+        """Answer for a request whose query is still running (watchdog thread), then close."""
+        self.wire.take_over(answer)
+
+    def begin(self, status: int, headers: list[tuple[str, str]]) -> StreamWriter:
+        """Send the head of a streamed answer to the request being answered."""
+        return self.wire.begin(status, headers, version=self._version, head_only=False,
+                               keep_alive=self._keep_alive)
 
     def _leave_lane(self) -> None:
         """End this thread's turn in the lane, if it has one."""
@@ -308,10 +336,6 @@ class Connection:
             close = getattr(body, "close", None)
             if close is not None:
                 close()
-
-    def _overrun(self, answer: Answer) -> None:
-        """Answer for a request whose query is still running (watchdog thread), then close."""
-        self.wire.take_over(answer)
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:

@@ -12,14 +12,25 @@ and after-request hooks. A large result streams (api.stream) as it is serialised
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask
 from werkzeug.wsgi import get_host
 
 from api.auth import principal_for
-from api.bridge import SENT, Answer, Begin, BrokenStreamError, TakenOverError, collect
+from api.bridge import (
+    SENT,
+    Answer,
+    BrokenStreamError,
+    Exchange,
+    Ready,
+    Request,
+    TakenOverError,
+    collect,
+)
+from api.budget import BudgetGate, address_caller, token_caller
 from api.protocol_request import read_query_string
 from api.query_plan import QueryPlan, current_url, media_type, plan_query, query_options
 from api.stream import FastStream, accepts_gzip, gzip_chunks, result_response, stream_headers
@@ -27,7 +38,7 @@ from api.transport import GZIP_MIN_BYTES, finish_in_flask
 from kg.errors import QueryTimeoutError
 from kg.settings import Settings
 from kg.sparql.recall_service import mentions_recall
-from kg.store.execution import QueryExecutor, QueryOutput
+from kg.store.execution import CALLER, QueryExecutor, QueryOutput
 from kg.store.guard import check_nesting
 
 if TYPE_CHECKING:
@@ -42,6 +53,32 @@ _PLAN_CACHE_SIZE = 1024
 _PLAN_CACHE_QUERY_BYTES = 4096
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A fast-path request's plan and what answering it needs, made once per request key."""
+
+    plan: QueryPlan
+    options: dict[str, Any]  # query_options(plan, settings)
+    caller: str | None  # who a runaway is charged to: its token's id (None: the client address)
+    gzip: bool  # the client takes gzip (for a streamed result)
+    media_type: Callable[[QueryOutput], str]
+    _heads: dict[str, bytes] = field(default_factory=dict)
+
+    def headers(self, output: QueryOutput) -> bytes:
+        """The header lines of a whole answer with this output (encoded once per kind)."""
+        try:
+            return self._heads[output.kind]
+        except KeyError:
+            head = (f"Content-Type: {self.media_type(output)}; charset=utf-8\r\n"
+                    "Vary: Accept\r\n").encode("latin-1")
+            self._heads[output.kind] = head
+            return head
+
+
+# A request the fast path leaves to Flask (CORS, refused, not a plain query), kept as such.
+_TO_FLASK = _Prepared(None, {}, None, False, str)  # type: ignore[arg-type]
+
+
 class QueryFastPath:
     """WSGI middleware around the app that answers plain GET queries itself (module docstring)."""
 
@@ -49,6 +86,7 @@ class QueryFastPath:
                  runner: QueryExecutor) -> None:
         self.app, self.inner, self.settings, self.runner = app, inner, settings, runner
         self._plans: dict[tuple[str, ...], QueryPlan | None] = {}
+        self._prepared: dict[tuple[bytes | tuple[bytes, bytes], ...], _Prepared] = {}
 
     def __call__(self, environ: WSGIEnvironment,
                  start_response: StartResponse) -> Iterable[bytes]:
@@ -69,38 +107,69 @@ class QueryFastPath:
                                   ("Content-Length", str(len(output.body))), ("Vary", "Accept")])
         return [output.body]
 
-    def answer_here(self, environ: WSGIEnvironment, overrun: Callable[[Answer], None],
-                    begin: Begin) -> Answer | None:
+    def answer_here(self, request: Request, line: Exchange, *,
+                    gate: BudgetGate | None = None) -> Answer | Ready | None:
         """Answer a fast-path GET in the calling thread (the server's connection thread).
 
-        None: Flask must take the request. Past the query's deadline the watchdog answers 504
-        through `overrun` while the query goes on (TakenOverError then says so when it ends),
-        or cuts a result already streaming. A large result streams through `begin` (SENT).
+        None: Flask must take the request. `gate` refuses (429) a caller over its runaway
+        budget. Past the query's deadline the watchdog answers 504 through `line.overrun`
+        while the query goes on (TakenOverError then says so when it ends), or cuts a result
+        already streaming. A large result streams through `line.begin` (SENT).
         """
-        if "HTTP_ORIGIN" in environ:  # CORS headers come from Flask's hooks
+        # Keyed on the request as it came: a client repeating a query skips its environ and
+        # planning; a request that differs only in headers the plan ignores is planned by
+        # `plan`'s own cache.
+        key: tuple[bytes | tuple[bytes, bytes], ...] = (request.url, *request.headers)
+        prepared = self._prepared.get(key)
+        if prepared is None:
+            prepared = self._prepare(request, line)
+            if len(self._prepared) >= _PLAN_CACHE_SIZE:
+                self._prepared.clear()
+            self._prepared[key] = prepared
+        if prepared is _TO_FLASK:
             return None
+        caller = prepared.caller or address_caller(line.address)
+        if gate is None:
+            return self._answer(prepared, request, line)
+        refused = gate.refusal_of(caller)
+        if refused is not None:
+            return refused
+        token = CALLER.set(caller)
+        try:
+            return self._answer(prepared, request, line)
+        finally:
+            CALLER.reset(token)
+
+    def _prepare(self, request: Request, line: Exchange) -> _Prepared:
+        """What answering a request takes that depends only on the request (once per key)."""
+        environ = line.environ(request)
+        if "HTTP_ORIGIN" in environ:  # CORS headers come from Flask's hooks
+            return _TO_FLASK
         plan = self.plan(environ)
         if plan is None:
-            return None
-        stream = FastStream(begin, partial(media_type, plan),
-                            gzip=accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", "")))
+            return _TO_FLASK
+        return _Prepared(plan, query_options(plan, self.settings), token_caller(environ),
+                         accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", "")),
+                         partial(media_type, plan))
 
+    def _answer(self, prepared: _Prepared, request: Request, line: Exchange) -> Answer | Ready:
+        plan = prepared.plan
+        stream = FastStream(line.begin, prepared.media_type, gzip=prepared.gzip)
         overruns: list[QueryTimeoutError] = []
 
         def late(error: QueryTimeoutError) -> None:
             overruns.append(error)
             if not stream.overrun(error):
-                overrun(collect(partial(self._finish, error=error), environ))
+                line.overrun(collect(partial(self._finish, error=error), line.environ(request)))
 
         try:
             output = self.runner.query_here(plan.operation.text, on_overrun=late,
-                                            spill=stream.spill,
-                                            **query_options(plan, self.settings))
+                                            spill=stream.spill, **prepared.options)
         except Exception as exc:
             if stream.started:  # the 200 went out: end the body with the reason, unfinished
                 stream.fail(exc)
                 raise BrokenStreamError from None
-            return collect(partial(self._finish, error=exc), environ)
+            return collect(partial(self._finish, error=exc), line.environ(request))
         if output is None:  # past its deadline, and answered (or cut) for that already
             if stream.started:
                 stream.fail(overruns[0])
@@ -109,11 +178,11 @@ class QueryFastPath:
         if output.streamed:
             stream.finish()
             return SENT
-        body, kind = output.body, media_type(plan, output)
-        if self._needs_flask(environ, body):
-            return collect(partial(self._finish, output=(output, kind)), environ)
-        return 200, [("Content-Type", f"{kind}; charset=utf-8"),
-                     ("Content-Length", str(len(body))), ("Vary", "Accept")], body
+        body = output.body
+        if len(body) >= GZIP_MIN_BYTES:  # Flask's after-request hook gzips it when asked
+            return collect(partial(self._finish, output=(output, prepared.media_type(output))),
+                           line.environ(request))
+        return Ready(prepared.headers(output), body)
 
     @staticmethod
     def _needs_flask(environ: WSGIEnvironment, body: bytes) -> bool:

@@ -16,6 +16,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Collection
+from functools import partial
 from http import HTTPStatus
 from typing import TYPE_CHECKING
 
@@ -65,12 +66,11 @@ class HttpServer:
         self.stopping = threading.Event()
         self._connections: dict[Connection, threading.Thread] = {}
         self._lock = threading.Lock()
-        shortcut: Shortcut = fast_path(app).answer_here
+        # The runaway budget (api/budget.py) sees every request first.
+        self._shortcut: Shortcut = partial(fast_path(app).answer_here, gate=gate)
         self._wsgi: WSGIApplication = app.wsgi_app
-        if gate is not None:  # the runaway budget (api/budget.py) sees every request first
-            shortcut = gate.wrap_shortcut(shortcut)
+        if gate is not None:
             self._wsgi = gate.wrap_app(self._wsgi)
-        self._shortcut = shortcut
         self._app_slots = threading.BoundedSemaphore(settings.threads)
         self._lane = Lane()
 

@@ -16,11 +16,13 @@ from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any
 
-from api.bridge import Answer
+from api.bridge import Answer, Ready
 
 __all__ = ["BodyWriter", "Wire"]
 
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
+# The head of a Ready answer: Date, its header lines, its length, and Connection if closing.
+_READY_HEAD = b"HTTP/1.1 200 OK\r\nDate: %b\r\nServer: jido-kg\r\n%bContent-Length: %d\r\n%b\r\n"
 # Sending never waits for a full socket buffer where this exists (everywhere but Windows).
 _DONT_WAIT = getattr(socket, "MSG_DONTWAIT", 0)
 
@@ -49,6 +51,12 @@ class Wire:
     def send_answer(self, answer: Answer, *, head_only: bool, keep_alive: bool) -> bool:
         """Send a whole answer (its body is bytes)."""
         return self.send(_encode(answer, head_only=head_only, keep_alive=keep_alive))
+
+    def send_ready(self, ready: Ready, *, head_only: bool, keep_alive: bool) -> bool:
+        """Send a whole 200 whose header lines came encoded (the fast path's small results)."""
+        head = _READY_HEAD % (_http_date_bytes(), ready.headers, len(ready.body),
+                              b"" if keep_alive else b"Connection: close\r\n")
+        return self.send(head if head_only else head + ready.body)
 
     def begin(self, status: int, headers: list[tuple[str, str]], *, version: str,
               head_only: bool, keep_alive: bool) -> BodyWriter:
@@ -159,11 +167,20 @@ def _head(status: int, headers: list[tuple[str, str]], *, keep_alive: bool,
 
 
 # The Date header changes once a second; formatting it per response costs more than a query.
-_date: list[Any] = [0, ""]
+_date: list[Any] = [0, "", b""]
 
 
 def _http_date() -> str:
+    return str(_current_date()[1])
+
+
+def _http_date_bytes() -> bytes:
+    return bytes(_current_date()[2])
+
+
+def _current_date() -> list[Any]:
     now = int(time.time())
     if _date[0] != now:
-        _date[:] = [now, formatdate(now, usegmt=True)]
-    return str(_date[1])
+        text = formatdate(now, usegmt=True)
+        _date[:] = [now, text, text.encode("latin-1")]  # one C call: atomic under the GIL
+    return _date

@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -61,22 +60,25 @@ WORKER_STACK_BYTES = 256 * 1024 * 1024
 # server's runaway budget, api/budget.py); None: nobody (internal work).
 CALLER: ContextVar[str | None] = ContextVar("kg_runaway_caller", default=None)
 
-@dataclass(eq=False)
 class _Task(Generic[T]):
-    fn: Callable[[_Task[T]], T]
-    deadline: float
-    # A bare lock, held until the task ends: cheaper to wait on than an Event (no Condition).
-    finished: threading.Lock = field(default_factory=threading.Lock)
-    is_done: bool = False
+    """One piece of store work: what runs, its deadline, and how it ended."""
 
-    def __post_init__(self) -> None:
+    __slots__ = ("caller", "cancelled", "deadline", "error", "finished", "fn", "is_done",
+                 "result", "runaway", "started")
+
+    def __init__(self, fn: Callable[[_Task[T]], T], deadline: float, *,
+                 caller: str | None, started: bool = False) -> None:
+        self.fn, self.deadline = fn, deadline
+        self.caller = caller  # CALLER when submitted
+        # A bare lock, held until the task ends: cheaper to wait on than an Event (no Condition).
+        self.finished = threading.Lock()
         self.finished.acquire()
-    started: bool = False
-    cancelled: bool = False
-    runaway: bool = False
-    result: T | None = None
-    error: BaseException | None = None
-    caller: str | None = None  # CALLER when submitted
+        self.is_done = False
+        self.started = started
+        self.cancelled = False
+        self.runaway = False
+        self.result: T | None = None
+        self.error: BaseException | None = None
 
 
 class QueryExecutor:
@@ -192,11 +194,8 @@ class QueryExecutor:
         larger than SPILL_BYTES goes there as it is serialised and comes back `streamed`.
         """
         self._check_runaways()
-        work = self._query_work(sparql, formats, max_rows, default_graph, named_graphs, base_iri,
-                                spill=spill)
-        task: _Task[QueryOutput] = _Task(work, time.monotonic() + timeout)
-        task.started = True
-        task.caller = CALLER.get()
+        task: _Task[QueryOutput] = _Task(_unused, time.monotonic() + timeout,
+                                         caller=CALLER.get(), started=True)
         thread = threading.get_ident()
 
         def overrun() -> None:
@@ -211,7 +210,8 @@ class QueryExecutor:
 
         ticket = self._watchdog.watch(task.deadline, overrun)
         try:
-            task.result = work(task)
+            task.result = self._evaluate(task, sparql, formats, max_rows, default_graph,
+                                         named_graphs, base_iri, spill)
         except _Cancelled:
             task.error = _late(timeout)  # made here: an error per query costs ~5 % of a small one
         finally:
@@ -236,23 +236,28 @@ class QueryExecutor:
         named_graphs: Sequence[NamedNode | BlankNode] | None,
         base_iri: str | None,
         *,
-        spill: Spill | None = None,
-        channel: Channel | None = None,
+        channel: Channel,
     ) -> Callable[[_Task[QueryOutput]], QueryOutput]:
         def work(task: _Task[QueryOutput]) -> QueryOutput:
             try:
-                try:
-                    result = self.store.query(sparql, default_graph=default_graph,
-                                              named_graphs=named_graphs, base_iri=base_iri)
-                except StoreError as exc:  # ASK evaluates in query(): SERVICE fails here
-                    raise (upstream_failure(exc, sparql) or exc) from None
-                return serialise(result, formats, task, cap=max_rows, sparql=sparql,
-                                 spill=channel.spill(task) if channel is not None else spill)
+                return self._evaluate(task, sparql, formats, max_rows, default_graph,
+                                      named_graphs, base_iri, channel.spill(task))
             finally:
-                if channel is not None:
-                    channel.end(task)
+                channel.end(task)
 
         return work
+
+    def _evaluate(self, task: _Task[QueryOutput], sparql: str, formats: ResultFormats,
+                  max_rows: int, default_graph: Sequence[GraphName] | None,
+                  named_graphs: Sequence[NamedNode | BlankNode] | None, base_iri: str | None,
+                  spill: Spill | None) -> QueryOutput:
+        """Run a query and serialise its result, in the calling thread."""
+        try:
+            result = self.store.query(sparql, default_graph=default_graph,
+                                      named_graphs=named_graphs, base_iri=base_iri)
+        except StoreError as exc:  # ASK evaluates in query(): SERVICE fails here
+            raise (upstream_failure(exc, sparql) or exc) from None
+        return serialise(result, formats, task, cap=max_rows, sparql=sparql, spill=spill)
 
     def dump(self, graph: GraphName | None, *, format: RdfFormat,
              timeout: float) -> QueryOutput:
@@ -296,8 +301,7 @@ class QueryExecutor:
     def _submit(self, fn: Callable[[_Task[T]], T], timeout: float) -> _Task[T]:
         """Queue `fn` for a worker, unless too many runaways still hold workers (503)."""
         self._check_runaways()
-        task: _Task[T] = _Task(fn, time.monotonic() + timeout)
-        task.caller = CALLER.get()
+        task: _Task[T] = _Task(fn, time.monotonic() + timeout, caller=CALLER.get())
         self._ensure_workers()
         self._queue.put(task)
         return task
@@ -368,6 +372,11 @@ class QueryExecutor:
                 task.finished.release()
                 if task.runaway:
                     self._runaways -= 1
+
+
+def _unused(task: _Task[Any]) -> Any:
+    """The `fn` of a task run by its caller (`query_here`): never called."""
+    raise AssertionError("query_here runs its work itself")
 
 
 def _late(timeout: float) -> QueryTimeoutError:

@@ -11,7 +11,6 @@ any more: whoever ends the body writes `cut_marker` and leaves the body unfinish
 
 from __future__ import annotations
 
-import io
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -93,7 +92,7 @@ class ResultFormats:
     graph: RdfFormat | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per query, and a frozen one takes 600 ns to make, not 150
 class QueryOutput:
     """A serialised query result.
 
@@ -113,50 +112,75 @@ class QueryOutput:
 Spill = Callable[[QueryOutput], Callable[[bytes], object]]
 
 
-class Sink(io.RawIOBase):
-    """Where pyoxigraph writes: counts rows, stops at cancel or deadline, holds or passes on."""
+class Sink:
+    """Where pyoxigraph writes: counts rows, stops at cancel or deadline, holds or passes on.
+
+    A plain object with `write` and `flush`, which is all pyoxigraph calls: an io.RawIOBase
+    subclass costs a finaliser and a copy per result, 9 µs of a 28 µs point query (measured,
+    docs/benchmarks/sparql.md).
+    """
+
+    __slots__ = (
+        "_cap",
+        "_format",
+        "_held",
+        "_kind",
+        "_marker",
+        "_send",
+        "_size",
+        "_spill",
+        "_tail",
+        "_watched",
+        "rows",
+    )
 
     def __init__(self, watched: Watched, kind: Literal["boolean", "solutions", "graph"],
                  format: QueryResultsFormat | RdfFormat, *, cap: int,
                  rows: tuple[bytes, int] | None = None, spill: Spill | None = None) -> None:
-        super().__init__()
         self._watched, self._kind, self._format = watched, kind, format
         self._marker: bytes | None = rows[0] if rows is not None else None
         self.rows = rows[1] if rows is not None else 0
         self._cap, self._spill = cap, spill
         self._tail = b""
-        self._held = bytearray()
+        self._held: list[bytes] = []  # pyoxigraph hands over bytes objects: kept, not copied
+        self._size = 0
         self._send: Callable[[bytes], object] | None = None
 
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        if self._watched.cancelled or time.monotonic() > self._watched.deadline:
+    def write(self, data: bytes) -> int:
+        """Take one piece of the serialisation (pyoxigraph writes up to 8 KiB at a time)."""
+        watched = self._watched
+        if watched.cancelled or time.monotonic() > watched.deadline:
             raise Cancelled
-        chunk = bytes(data)
-        if self._marker is not None:
-            self.rows += (self._tail + chunk).count(self._marker)
-            self._tail = chunk[-(len(self._marker) - 1):] if len(self._marker) > 1 else b""
+        marker = self._marker
+        if marker is not None:
+            self.rows += data.count(marker)
+            if self._tail:  # a marker split across two writes
+                self.rows += (self._tail + data[:len(marker) - 1]).count(marker)
+            self._tail = data[1 - len(marker):] if len(marker) > 1 else b""
             if self.rows > self._cap:
                 raise _too_large(self._cap, "rows")
-        self._held += chunk
-        if self._spill is not None and len(self._held) >= (
+        self._held.append(data)
+        self._size += len(data)
+        if self._spill is not None and self._size >= (
                 FLUSH_BYTES if self._send is not None else SPILL_BYTES):
             self._pass_on()
-        return len(chunk)
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing to do: what is held goes on at `SPILL_BYTES`/`FLUSH_BYTES` or at `finish`."""
 
     def finish(self) -> QueryOutput:
         """The output once pyoxigraph is done: the whole body, or (streamed) its last bytes sent."""
         if self._send is None:
-            return QueryOutput(self._kind, self._format, bytes(self._held))
+            return QueryOutput(self._kind, self._format, b"".join(self._held))
         if self._held:
             self._pass_on()
         return QueryOutput(self._kind, self._format, b"", streamed=True)
 
     def _pass_on(self) -> None:
-        data = bytes(self._held)
+        data = b"".join(self._held)
         self._held.clear()
+        self._size = 0
         try:
             if self._send is None:
                 assert self._spill is not None
@@ -172,32 +196,25 @@ class Sink(io.RawIOBase):
 def serialise(result: Any, formats: ResultFormats, watched: Watched, *, cap: int,
               sparql: str = "", spill: Spill | None = None) -> QueryOutput:
     """Serialise a pyoxigraph query result into a sink (see the module docstring)."""
-    if isinstance(result, QueryBoolean | QuerySolutions):
-        if formats.solutions is None:
-            raise _not_acceptable("SPARQL results (JSON, XML, CSV or TSV)")
-        solutions_format = formats.solutions
-        if isinstance(result, QueryBoolean):
-            sink = Sink(watched, "boolean", solutions_format, cap=cap)
-        else:
+    try:
+        if isinstance(result, QuerySolutions):
+            solutions_format = _solutions_format(formats)
             sink = Sink(watched, "solutions", solutions_format, cap=cap, spill=spill,
                         rows=_ROW_MARKERS[solutions_format])
-        _run(lambda: result.serialize(sink, format=solutions_format), sparql)  # type: ignore[arg-type]
-        return sink.finish()
-    if formats.graph is None:
-        raise _not_acceptable("an RDF graph (Turtle, N-Triples, RDF/XML, JSON-LD ...)")
-    graph_format = formats.graph
-    sink = Sink(watched, "graph", graph_format, cap=cap, spill=spill)
-    # The overflow check is entered once, after `cap` triples, and raises inside pyoxigraph's
-    # serialiser: a streamed document is then cut before its end, never closed as if complete.
-    triples = chain(islice(result, cap), _overflow(result, cap))
-    _run(lambda: pyoxigraph.serialize(triples, sink, format=graph_format),  # type: ignore[arg-type]
-         sparql)
-    return sink.finish()
-
-
-def _run(write: Callable[[], object], sparql: str) -> None:
-    try:
-        write()
+            result.serialize(sink, format=solutions_format)  # type: ignore[arg-type]
+        elif isinstance(result, QueryBoolean):
+            solutions_format = _solutions_format(formats)
+            sink = Sink(watched, "boolean", solutions_format, cap=cap)
+            result.serialize(sink, format=solutions_format)  # type: ignore[arg-type]
+        else:
+            if formats.graph is None:
+                raise _not_acceptable("an RDF graph (Turtle, N-Triples, RDF/XML, JSON-LD ...)")
+            sink = Sink(watched, "graph", formats.graph, cap=cap, spill=spill)
+            # The overflow check is entered once, after `cap` triples, and raises inside
+            # pyoxigraph's serialiser: a streamed document is then cut before its end, never
+            # closed as if complete.
+            triples = chain(islice(result, cap), _overflow(result, cap))
+            pyoxigraph.serialize(triples, sink, format=formats.graph)  # type: ignore[arg-type]
     except (OSError, RuntimeError, SyntaxError) as exc:  # evaluation's: the sink raises none
         failure = upstream_failure(exc, sparql)
         if failure is not None:
@@ -205,6 +222,13 @@ def _run(write: Callable[[], object], sparql: str) -> None:
         if isinstance(exc, OSError):
             raise StoreError(f"the store failed while reading the result: {exc}") from None
         raise
+    return sink.finish()
+
+
+def _solutions_format(formats: ResultFormats) -> QueryResultsFormat:
+    if formats.solutions is None:
+        raise _not_acceptable("SPARQL results (JSON, XML, CSV or TSV)")
+    return formats.solutions
 
 
 def _overflow(result: Iterator[Any], cap: int) -> Iterator[Any]:
