@@ -1,7 +1,9 @@
-"""One client connection of the HTTP server, served start to end by one thread.
+"""One client connection of the HTTP server: read by the poller, or by a thread of its own.
 
-httptools (C) parses the requests; each is answered in this same thread: a plain GET query
-runs here without any hand-off (the fast path), anything else through the WSGI app. A body is
+httptools (C) parses the requests. A parked connection's plain GET queries are answered by the
+poller's thread (`serve_polled`, api/poller.py); any other request, and everything after it,
+by a thread of its own (`run`): a plain GET query there too without any hand-off (the fast
+path), anything else through the WSGI app, in order. A body is
 read whole before the app runs (spooled to disk past 1 MiB); one larger than the app's cap is
 refused from its Content-Length without being read. At a query's deadline the watchdog answers
 504 for it on this socket, and this thread closes the connection once the query ends.
@@ -23,6 +25,7 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import httptools
@@ -45,7 +48,7 @@ from api.wire import Wire
 from kg.errors import KgError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from _typeshed.wsgi import WSGIApplication, WSGIEnvironment
 
@@ -59,6 +62,7 @@ _SPOOL_BYTES = 1024 * 1024
 _LINGER_FACTOR = 4
 _LINGER_SECONDS = 30.0
 _READ_BYTES = 256 * 1024
+_DONT_WAIT = getattr(socket, "MSG_DONTWAIT", 0)
 # recv() into a buffer the connection keeps: a fresh 256 KiB bytes per recv() cost an mmap and
 # an mremap each, about 11 % of a small query's server CPU (py-spy, docs/benchmarks/sparql.md).
 
@@ -70,6 +74,14 @@ class Limits:
     max_head_bytes: int
     max_body_bytes: int
     idle_seconds: float
+
+
+class _HandOffError(Exception):
+    """Raised while serving for the poller: the rest must run in a thread of its own."""
+
+    def __init__(self, then: Callable[[], bool]) -> None:
+        super().__init__()
+        self.then = then
 
 
 class _Stop(Exception):
@@ -92,10 +104,13 @@ class Connection:
                  stopping: threading.Event, app_slots: threading.BoundedSemaphore,
                  lane: Lane) -> None:
         self.sock, self.address, self.app, self.shortcut = sock, address, app, shortcut
+        self.fd = sock.fileno()  # kept: a closed socket's fileno() is -1
         self.limits, self.server, self.stopping = limits, server, stopping
         self.app_slots, self.lane = app_slots, lane
         self._turn = False
         self.busy = False
+        self._polled = False  # serving for the poller: nothing may block for long
+        self._in_request = False  # a request is partly read
         self._parser = httptools.HttpRequestParser(self)
         self._request = Request()
         self._ready: deque[Request] = deque()
@@ -108,24 +123,56 @@ class Connection:
 
     # -- the thread's loop ---------------------------------------------------------------------
 
-    def run(self) -> None:
-        """Serve the connection until the client closes it, it idles out or the server stops."""
+    def prepare(self) -> None:
+        """Set the socket up for serving (once, before the first request is read)."""
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # The kernel's own timeouts on a blocking socket: Python's settimeout() would poll()
+        # before every recv and send, two more syscalls (and GIL hand-overs) per request.
+        seconds = int(self.limits.idle_seconds)
+        micros = int((self.limits.idle_seconds - seconds) * 1e6)
+        timeval = struct.pack("ll", seconds, micros)
+        self.sock.settimeout(None)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+
+    def run(self, then: Callable[[], bool] | None = None) -> None:
+        """Serve the connection in this thread until the client closes it, it idles out or the
+        server stops; `then` first (what the poller handed over), unless it says to close."""
         try:
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            # The kernel's own timeouts on a blocking socket: Python's settimeout() would poll()
-            # before every recv and send, two more syscalls (and GIL hand-overs) per request.
-            seconds = int(self.limits.idle_seconds)
-            micros = int((self.limits.idle_seconds - seconds) * 1e6)
-            timeval = struct.pack("ll", seconds, micros)
-            self.sock.settimeout(None)
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
-            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
+            if then is not None and not then():
+                return
             # At a stop, answers say "Connection: close" and idle sockets are shut: a request
             # already on its way still gets its answer rather than a dropped connection.
             while self._serve_once():
                 pass
         finally:
             self.close()
+
+    def serve_polled(self) -> bool | Callable[[], bool]:
+        """Read what came (the poller saw the socket readable) and answer it in this thread.
+
+        True: park the connection again; False: close it; a callable: hand the connection to a
+        thread of its own, which calls it first (api/poller.py).
+        """
+        try:
+            size = self.sock.recv_into(self._buffer, 0, _DONT_WAIT)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        if not size:
+            return False
+        data = memoryview(self._buffer)[:size]
+        if not self._in_request and not self._buffer.startswith(b"GET "):
+            # Not a query: it may read a body, or take long in the app. Its thread parses it.
+            return partial(self._take, bytes(data))
+        self._polled = True
+        try:
+            return self._take(data)
+        except _HandOffError as hand_off:
+            return hand_off.then
+        finally:
+            self._polled = False
 
     def _serve_once(self) -> bool:
         try:
@@ -143,33 +190,50 @@ class Connection:
         finally:
             self._leave_lane()
 
-    def _take(self, data: memoryview) -> bool:
+    def _take(self, data: memoryview | bytes) -> bool:
         """Parse what came and answer every request it completes; False: close."""
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._answer_ready()  # upgrades are not offered: answer what came, then close
-            return False
+            return self._after(self._upgrade_refused)
         except httptools.HttpParserCallbackError as exc:
             stop = exc.__context__
             if not isinstance(stop, _Stop):
                 raise
-            self._answer_ready()
-            if stop.request is not None:
-                self._respond(stop.request, keep_alive=False)
-            elif stop.answer is not None:
-                self.wire.send_answer(stop.answer, head_only=False, keep_alive=False)
-            if stop.unread:
-                self._leave_lane()
-                self._linger(stop.unread)
-            return False
+            return self._after(partial(self._stopped, stop))
         except httptools.HttpParserError as exc:
-            self._answer_ready()
-            self.wire.send_answer(refusal(400, "bad_http_request",
-                               f"not a valid HTTP/1.1 request: {exc}"), head_only=False,
-                       keep_alive=False)
-            return False
+            return self._after(partial(self._malformed, str(exc)))
         return self._answer_ready()
+
+    def _after(self, then: Callable[[], bool]) -> bool:
+        """Run `then` (the end of a connection that went wrong) here, or in a thread of its
+        own when serving for the poller: it may answer through the app, or read on."""
+        if self._polled:
+            raise _HandOffError(then)
+        return then()
+
+    def _upgrade_refused(self) -> bool:
+        self._answer_ready()  # upgrades are not offered: answer what came, then close
+        return False
+
+    def _malformed(self, reason: str) -> bool:
+        self._answer_ready()
+        self.wire.send_answer(refusal(400, "bad_http_request",
+                                      f"not a valid HTTP/1.1 request: {reason}"),
+                              head_only=False, keep_alive=False)
+        return False
+
+    def _stopped(self, stop: _Stop) -> bool:
+        """Answer what was parsed before a stop, and the stop's own answer; always False."""
+        self._answer_ready()
+        if stop.request is not None:
+            self._respond(stop.request, keep_alive=False)
+        elif stop.answer is not None:
+            self.wire.send_answer(stop.answer, head_only=False, keep_alive=False)
+        if stop.unread:
+            self._leave_lane()
+            self._linger(stop.unread)
+        return False
 
     def _answer_ready(self) -> bool:
         """Answer every fully read request; False once the connection must close."""
@@ -179,6 +243,11 @@ class Connection:
             if not self._respond(request, keep_alive=keep) or not keep:
                 return False
         return True
+
+    def _respond_rest(self, request: Request, keep_alive: bool) -> bool:
+        """Answer a request handed over by the poller, then the ones read after it."""
+        return self._respond(request, keep_alive=keep_alive) and keep_alive and \
+            self._answer_ready()
 
     def _linger(self, budget: int) -> None:
         """Read and drop what the client still sends after an early answer, then let it go.
@@ -204,6 +273,7 @@ class Connection:
     def on_message_begin(self) -> None:
         self._request = Request()
         self._head = 0
+        self._in_request = True
 
     def on_url(self, url: bytes) -> None:
         self._head += len(url)
@@ -248,6 +318,7 @@ class Connection:
         request.body.write(body)
 
     def on_message_complete(self) -> None:
+        self._in_request = False
         self._ready.append(self._request)
 
     # -- answering -----------------------------------------------------------------------------
@@ -255,6 +326,7 @@ class Connection:
     def _respond(self, request: Request, *, keep_alive: bool) -> bool:
         """Answer one request; False once the connection must close (or was taken over)."""
         head_only = request.method == "HEAD"
+        handing_off = False
         self.busy = True
         self.wire.stream = None
         self._version, self._keep_alive = request.version, keep_alive
@@ -263,6 +335,9 @@ class Connection:
             if self.shortcut is not None and request.method == "GET":
                 answer = self.shortcut(request, self)
             if answer is None:
+                if self._polled:  # the app may take long: the connection gets its thread
+                    handing_off = True
+                    raise _HandOffError(partial(self._respond_rest, request, keep_alive))
                 self._leave_lane()
                 environ = self.environ(request)
                 # At most KG_THREADS requests are inside the app at once: more threads in
@@ -288,7 +363,7 @@ class Connection:
             return False
         finally:
             self.busy = False
-            if self._environ is not None:
+            if self._environ is not None and not handing_off:
                 self._environ["wsgi.input"].close()
                 self._environ = None
 

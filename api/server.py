@@ -1,11 +1,12 @@
-"""The HTTP server of a worker process: one thread per client connection, on a bound socket.
+"""The HTTP server of a worker process: a polling thread for queries, a thread per busy connection.
 
-A thread per connection answers each request where it was read: a small GET query costs no
-hand-off between threads at all, which is what decides throughput under the GIL (see
-docs/benchmarks/sparql.md). Connections beyond `KG_MAX_CONNECTIONS` get a JSON 503 and close.
-`jido-kg serve` runs this in a worker process under a supervisor that owns the socket
-(api/supervisor.py, api/worker.py); `serve` runs it in the calling process instead.
-"""
+An accepted connection is parked in the poller (api/poller.py), whose one thread answers the
+plain GET queries of every parked connection in itself: a small query costs no hand-off between
+threads at all, which is what decides throughput under the GIL (see docs/benchmarks/sparql.md).
+Any other request moves its connection to a thread of its own (api/connection.py). Connections
+beyond `KG_MAX_CONNECTIONS` get a JSON 503 and close. `jido-kg serve` runs this in a worker
+process under a supervisor that owns the socket (api/supervisor.py, api/worker.py); `serve`
+runs it in the calling process instead."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from api.budget import BudgetGate
 from api.connection import Connection, Limits
 from api.fast_path import fast_path
 from api.lane import Lane
+from api.poller import Poller, polling_available
 from kg.settings import Settings
 
 if TYPE_CHECKING:
@@ -64,7 +66,9 @@ class HttpServer:
                              max_body_bytes=settings.max_body_bytes,
                              idle_seconds=settings.keep_alive_timeout)
         self.stopping = threading.Event()
-        self._connections: dict[Connection, threading.Thread] = {}
+        # Every open connection, with its own thread once it has one (None: parked in the
+        # poller, which answers its queries).
+        self._connections: dict[Connection, threading.Thread | None] = {}
         self._lock = threading.Lock()
         # The runaway budget (api/budget.py) sees every request first.
         self._shortcut: Shortcut = partial(fast_path(app).answer_here, gate=gate)
@@ -73,6 +77,8 @@ class HttpServer:
             self._wsgi = gate.wrap_app(self._wsgi)
         self._app_slots = threading.BoundedSemaphore(settings.threads)
         self._lane = Lane()
+        self._poller = Poller(idle_seconds=settings.keep_alive_timeout, hand_off=self._hand_off,
+                              forget=self._forget) if polling_available() else None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -108,20 +114,37 @@ class HttpServer:
                                 shortcut=self._shortcut, limits=self.limits,
                                 server=self.address, stopping=self.stopping,
                                 app_slots=self._app_slots, lane=self._lane)
-        thread = threading.Thread(target=self._serve, args=(connection,), name="kg-http",
+        try:
+            connection.prepare()
+        except OSError:  # the client is gone already
+            connection.close()
+            return
+        if self._poller is None:
+            self._hand_off(connection, lambda: True)
+            return
+        with self._lock:
+            self._connections[connection] = None
+        self._poller.park(connection)  # its requests are read by the poller (api/poller.py)
+
+    def _hand_off(self, connection: Connection, then: Callable[[], bool]) -> None:
+        """Serve `connection` in a thread of its own from now on, starting with `then`."""
+        thread = threading.Thread(target=self._serve, args=(connection, then), name="kg-http",
                                   daemon=True)
         with self._lock:
             self._connections[connection] = thread
         thread.start()
 
-    def _serve(self, connection: Connection) -> None:
+    def _serve(self, connection: Connection, then: Callable[[], bool]) -> None:
         try:
-            connection.run()
+            connection.run(then)
         except Exception:
             log.exception("a connection failed")
         finally:
-            with self._lock:
-                self._connections.pop(connection, None)
+            self._forget(connection)
+
+    def _forget(self, connection: Connection) -> None:
+        with self._lock:
+            self._connections.pop(connection, None)
 
     def stop(self) -> None:
         """Stop accepting; tell every connection to close after its request in flight."""
@@ -141,17 +164,22 @@ class HttpServer:
         deadline = started + timeout
         with contextlib.suppress(OSError):
             self.listener.close()
-        with self._lock:
-            connections = {c: t for c, t in self._connections.items() if t.ident not in skip}
         linger = min(started + IDLE_LINGER, deadline)
+        if self._poller is not None:  # it answers what comes until then, and closes the rest
+            self._poller.close_at(linger)
+        with self._lock:
+            connections = {c: t for c, t in self._connections.items()
+                           if t is not None and t.ident not in skip}
         for thread in connections.values():
             thread.join(timeout=max(linger - time.monotonic(), 0.0))
         for connection, thread in connections.items():
             if thread.is_alive() and not connection.busy and not _readable(connection.sock):
                 with contextlib.suppress(OSError):
                     connection.sock.shutdown(socket.SHUT_RD)
+        pollers = self._poller.threads if self._poller is not None else frozenset()
+        threads = [*connections.values(), *(t for t in pollers if t.ident not in skip)]
         busy = 0
-        for thread in connections.values():
+        for thread in threads:
             thread.join(timeout=max(deadline - time.monotonic(), 0.0))
             busy += thread.is_alive()
         return busy
