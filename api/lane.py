@@ -1,8 +1,9 @@
 """The fast lane: one connection thread at a time answers a plain GET query, for a bounded wait.
 
-Every connection has its own thread, and a small query's answer is mostly Python: the threads
-of eight busy keep-alive clients spend more time handing the interpreter lock to each other
-than running (12 context switches per query, and 309 µs of server CPU per query where one
+It serves connections that have threads of their own (those that once asked the app for
+something; the parked ones are answered by the poller alone, api/poller.py). A small query's
+answer is mostly Python: the threads of eight busy keep-alive clients spend more time handing
+the interpreter lock to each other than running (12 context switches per query, and 309 µs of server CPU per query where one
 client alone costs 175; docs/benchmarks/sparql.md). Taking turns on one lock first, the
 others sleep on it instead of waking for every release of the interpreter lock: 208 µs per
 query, 27 % more queries per second to 8 client processes.
