@@ -3,10 +3,10 @@
 It serves connections that have threads of their own (those that once asked the app for
 something; the parked ones are answered by the poller alone, api/poller.py). A small query's
 answer is mostly Python: the threads of eight busy keep-alive clients spend more time handing
-the interpreter lock to each other than running (12 context switches per query, and 309 µs of server CPU per query where one
-client alone costs 175; docs/benchmarks/sparql.md). Taking turns on one lock first, the
-others sleep on it instead of waking for every release of the interpreter lock: 208 µs per
-query, 27 % more queries per second to 8 client processes.
+the interpreter lock to each other than running (12 context switches per query, and 309 µs of
+server CPU per query where one client alone costs 175; docs/benchmarks/sparql.md). Taking turns
+on one lock first, the others sleep on it instead of waking for every release of the
+interpreter lock: 208 µs per query, 27 % more queries per second to 8 client processes.
 
 A turn is never a wait without end: a query that runs long (or a client slow to read a large
 answer) keeps its turn, and whoever finds the lane held for longer than `patience` goes on

@@ -112,6 +112,7 @@ class Poller:
     def close_at(self, when: float) -> None:
         """Stop waiting at `when` (time.monotonic): close every connection parked then."""
         self._closing_at = when
+        self._monitoring.set()  # the monitor ends once the pollers have
         with contextlib.suppress(OSError):
             self._wake.send(b"x")
 
@@ -215,8 +216,10 @@ class Poller:
                 with self._lock:
                     if self._busy_since == since:  # the same request still
                         self._start_poller()
-            if self._closing_at is not None and not self._pollers:
-                return
+            if self._closing_at is not None:  # watch on until the pollers have ended
+                if not self._pollers:
+                    return
+                continue
             self._monitoring.clear()  # then looked at again: a park in between sets it anew
             if self._parked or self._busy_since:
                 self._monitoring.set()

@@ -95,8 +95,8 @@ def test_quick_requests_on_many_connections_share_one_thread(
     lines = [_park(polling, _Line(lambda _: True)) for _ in range(5)]
     for _ in range(3):
         for line in lines:
-            line.client.sendall(b"x")
             count = len(line.served_by)
+            line.client.sendall(b"x")
             _wait(lambda line=line, count=count: len(line.served_by) > count, "an answer")
     assert len({thread for line in lines for thread in line.served_by}) == 1
 
@@ -119,8 +119,8 @@ def test_idle_connections_close_after_the_keep_alive_timeout() -> None:
     forgotten: list[_Line] = []
     polling = Poller(idle_seconds=0.2, hand_off=lambda c, then: None,
                      forget=lambda c: forgotten.append(cast("_Line", c)))
-    idle = _park(polling, _Line(lambda _: True))
     started = time.monotonic()
+    idle = _park(polling, _Line(lambda _: True))
     assert idle.closed.wait(10)
     assert 0.2 <= time.monotonic() - started < 2 and forgotten == [idle]
     polling.close_at(time.monotonic())
