@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from urllib.parse import quote
 
+import pytest
+
 from tests.conftest import RunningServer
 
 ASK = "ASK {}"
@@ -164,9 +166,14 @@ def test_idle_connections_are_closed_and_free_their_slot(
     assert connection.getresponse().status == 200
 
 
-def test_sigterm_closes_idle_keep_alive_connections(live_server: RunningServer) -> None:
+@pytest.mark.parametrize("target", [
+    "/health",  # answered by the app: the connection has a thread of its own
+    f"/sparql?query={quote(ASK)}",  # a query: the connection is parked in the poller
+])
+def test_sigterm_closes_idle_keep_alive_connections(live_server: RunningServer,
+                                                    target: str) -> None:
     idle = socket.create_connection(("127.0.0.1", live_server.port), timeout=10)
-    idle.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    idle.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
     assert _read_response(idle, bytearray())[0] == 200
     started = time.monotonic()
     live_server.process.send_signal(signal.SIGTERM)

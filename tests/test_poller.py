@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import signal
 import socket
 import threading
 import time
@@ -80,15 +79,3 @@ def test_a_request_for_the_app_moves_the_connection_to_a_thread_in_order(
         answers = [_read_response(sock, buffer) for _ in range(4)]
     assert [a[0] for a in answers] == [200, 200, 200, 200]
     assert [json.loads(a[2]).get("boolean") for a in answers] == [True, False, None, True]
-
-
-def test_sigterm_closes_parked_connections(live_server: RunningServer) -> None:
-    idle = socket.create_connection(("127.0.0.1", live_server.port), timeout=10)
-    idle.sendall(_get("/sparql", "ASK {}"))
-    assert _read_response(idle, bytearray())[0] == 200  # parked in the poller now
-    started = time.monotonic()
-    live_server.process.send_signal(signal.SIGTERM)
-    assert live_server.process.wait(timeout=15) == 0
-    assert time.monotonic() - started < 5  # not held up by the parked connection
-    assert idle.recv(10) == b""
-    idle.close()
