@@ -155,3 +155,18 @@ def test_values_blocks_and_data_do_not_chain(count: int) -> None:
                       range(count * 10))
     assert not refused(f"INSERT DATA {{ GRAPH <http://g> {{ {triples} }} }}")
     assert refused("ASK{" + "FILTER(true)" * count + "}") == (count > DEFAULT_MAX_CHAIN)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="(){}[]<>!|&+-*/ ?xFILTERBINDab12'\"#\n", max_size=40),
+       st.integers(1, 40), st.integers(1, 40))
+def test_a_text_no_longer_than_the_limits_cannot_pass_them(text: str, limit: int,
+                                                           chain: int) -> None:
+    # check_nesting skips measuring such a text: every level and link takes a character.
+    shape = measure(text)
+    if len(text) <= min(limit, chain):
+        assert shape.depth <= limit and shape.chain <= chain
+        assert not refused(text, limit=limit, max_chain=chain)
+    else:
+        assert refused(text, limit=limit, max_chain=chain) == (
+            shape.depth > limit or shape.chain > chain)
