@@ -11,7 +11,9 @@ servers taking turns within a repeat (issue 17's targets):
   in-memory store; that is the store's, not HTTP's): the in-memory store's p50 is a column;
 - small-query throughput with 8 concurrent clients (>= 0.6x Oxigraph's server, goal 0.8x):
   8 threads of this process, as the target was first measured, and 8 client processes
-  (informational: threads share one interpreter lock, which caps what they can ask for);
+  (informational: threads share one interpreter lock, which caps what they can ask for),
+  asking the same query or each time another subject's (informational: no two requests alike,
+  so nothing a server keeps per request text helps);
 - a 100,000-row SELECT as JSON: the first body byte (<= 50 ms) and rows/s (>= 0.9x Oxigraph's);
 - then, on 1,000,000 triples, each server's peak RSS (process tree) while serving a
   1,000,000-row SELECT as JSON, sampled every 10 ms, against its RSS before.
@@ -133,29 +135,36 @@ def throughput(url: str, path: str, *, per_client: int = PER_CLIENT) -> float:
 
 
 # One client of `throughput_processes`: keep-alive point queries for a fixed time, then the count.
+# With a fourth argument, each query asks for another subject (no two requests alike: nothing
+# the server keeps per request text helps; the subjects are those of `write_data`).
 _PROCESS_CLIENT = """
-import sys, time
+import random, sys, time
 from bench.sparql import SMALL, getter
 get = getter(sys.argv[1], sys.argv[2])
 get(SMALL)
+subjects = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+pick = random.Random().randrange
 sys.stdout.write("ready\\n"); sys.stdout.flush(); sys.stdin.readline()
 end, done = time.monotonic() + float(sys.argv[3]), 0
 while time.monotonic() < end:
-    get(SMALL)
+    get(SMALL.replace("s4242", f"s{pick(subjects)}") if subjects else SMALL)
     done += 1
 print(done)
 """
 
 
-def throughput_processes(url: str, path: str, *, seconds: float = 3.0) -> float:
+def throughput_processes(url: str, path: str, *, seconds: float = 3.0,
+                         subjects: int = 0) -> float:
     """Point queries per second answered to CLIENTS client processes, started together.
 
     The threads of `throughput` share one interpreter's lock, which caps what they can ask
     for: a server much faster than the clients looks only as fast as they are. Processes
-    do not share it.
+    do not share it. With `subjects`, every query names a random one of that many subjects.
     """
     root = str(Path(__file__).resolve().parent.parent)
-    clients = [subprocess.Popen([sys.executable, "-c", _PROCESS_CLIENT, url, path, str(seconds)],
+    extra = [str(subjects)] if subjects else []
+    clients = [subprocess.Popen([sys.executable, "-c", _PROCESS_CLIENT, url, path, str(seconds),
+                                 *extra],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                 cwd=root) for _ in range(CLIENTS)]
     try:
@@ -285,7 +294,7 @@ def _measure(stores: tuple[pyoxigraph.Store, pyoxigraph.Store], jido: str, ox: s
     f: dict[str, list[float]] = {k: [] for k in (
         "overhead", "jido_p50", "local_p50", "memory_p50", "ox_p50", "ratio_tp", "jido_tp",
         "ox_tp",
-        "ratio_tpp", "jido_tpp", "ox_tpp",
+        "ratio_tpp", "jido_tpp", "ox_tpp", "ratio_tpv", "jido_tpv", "ox_tpv",
         "ratio_rows", "jido_rows", "ox_rows", "jido_first", "ox_first")}
     for _ in range(repeats):
         in_process = latencies(partial(_in_process, local), LATENCY_N)
@@ -302,6 +311,9 @@ def _measure(stores: tuple[pyoxigraph.Store, pyoxigraph.Store], jido: str, ox: s
         f["jido_tpp"].append(throughput_processes(jido, "/sparql"))
         f["ox_tpp"].append(throughput_processes(ox, "/query"))
         f["ratio_tpp"].append(f["jido_tpp"][-1] / f["ox_tpp"][-1])
+        f["jido_tpv"].append(throughput_processes(jido, "/sparql", subjects=N_TRIPLES))
+        f["ox_tpv"].append(throughput_processes(ox, "/query", subjects=N_TRIPLES))
+        f["ratio_tpv"].append(f["jido_tpv"][-1] / f["ox_tpv"][-1])
         for name, url, path in (("jido", jido, "/sparql"), ("ox", ox, "/query")):
             first, per_s = _large(url, path)
             f[f"{name}_first"].append(first * 1000)
@@ -318,6 +330,9 @@ def _measure(stores: tuple[pyoxigraph.Store, pyoxigraph.Store], jido: str, ox: s
              jido_qps=med["jido_tp"], oxigraph_qps=med["ox_tp"]),
         _row("small query throughput, 8 client processes, vs Oxigraph server", f["ratio_tpp"],
              "x", "informational", None, jido_qps=med["jido_tpp"], oxigraph_qps=med["ox_tpp"]),
+        _row("small query throughput, 8 client processes, a new subject each query, vs "
+             "Oxigraph server", f["ratio_tpv"], "x", "informational", None,
+             jido_qps=med["jido_tpv"], oxigraph_qps=med["ox_tpv"]),
         _row("100,000-row SELECT as JSON, first body byte", f["jido_first"], "ms", "<= 50 ms",
              med["jido_first"] <= 50, oxigraph_first_byte_ms=med["ox_first"]),
         _row("100,000-row SELECT as JSON, rows/s vs Oxigraph server", f["ratio_rows"], "x",
