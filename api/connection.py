@@ -344,9 +344,8 @@ class Connection:
                 # Python-heavy work (recall, remember) only lengthen each other's GIL waits.
                 with self.app_slots:
                     answer = respond(self.app, environ)
-            elif type(answer) is Ready:
+            elif isinstance(answer, Ready):
                 return self.wire.send_ready(answer, head_only=head_only, keep_alive=keep_alive)
-            assert not isinstance(answer, Ready)
             if answer is SENT and self.wire.stream is not None:
                 return self.wire.stream.finish()
             status, headers, body = answer

@@ -75,10 +75,6 @@ class _Prepared:
             return head
 
 
-# A request the fast path leaves to Flask (CORS, refused, not a plain query), kept as such.
-_TO_FLASK = _Prepared(None, {}, None, False, str)  # type: ignore[arg-type]
-
-
 class QueryFastPath:
     """WSGI middleware around the app that answers plain GET queries itself (module docstring)."""
 
@@ -86,7 +82,7 @@ class QueryFastPath:
                  runner: QueryExecutor) -> None:
         self.app, self.inner, self.settings, self.runner = app, inner, settings, runner
         self._plans: dict[tuple[str, ...], QueryPlan | None] = {}
-        self._prepared: dict[tuple[bytes | tuple[bytes, bytes], ...], _Prepared] = {}
+        self._prepared: dict[tuple[bytes | tuple[bytes, bytes], ...], _Prepared | None] = {}
 
     def __call__(self, environ: WSGIEnvironment,
                  start_response: StartResponse) -> Iterable[bytes]:
@@ -120,13 +116,14 @@ class QueryFastPath:
         # planning; a request that differs only in headers the plan ignores is planned by
         # `plan`'s own cache.
         key: tuple[bytes | tuple[bytes, bytes], ...] = (request.url, *request.headers)
-        prepared = self._prepared.get(key)
-        if prepared is None:
+        try:
+            prepared = self._prepared[key]
+        except KeyError:
             prepared = self._prepare(request, line)
             if len(self._prepared) >= _PLAN_CACHE_SIZE:
                 self._prepared.clear()
             self._prepared[key] = prepared
-        if prepared is _TO_FLASK:
+        if prepared is None:  # Flask answers it (CORS, a refusal, not a plain query)
             return None
         caller = prepared.caller or address_caller(line.address)
         if gate is None:
@@ -140,14 +137,15 @@ class QueryFastPath:
         finally:
             CALLER.reset(token)
 
-    def _prepare(self, request: Request, line: Exchange) -> _Prepared:
-        """What answering a request takes that depends only on the request (once per key)."""
+    def _prepare(self, request: Request, line: Exchange) -> _Prepared | None:
+        """What answering a request takes that depends only on the request (once per key);
+        None: Flask answers it."""
         environ = line.environ(request)
         if "HTTP_ORIGIN" in environ:  # CORS headers come from Flask's hooks
-            return _TO_FLASK
+            return None
         plan = self.plan(environ)
         if plan is None:
-            return _TO_FLASK
+            return None
         return _Prepared(plan, query_options(plan, self.settings), token_caller(environ),
                          accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING", "")),
                          partial(media_type, plan))

@@ -134,16 +134,12 @@ class Poller:
             while self._owner is me:
                 # One at a time: a socket taken from the kernel in a batch would wait, disarmed,
                 # behind a long request of this thread, even after a new poller took over.
-                events = self._epoll.poll(self._sweep_every, 1)
-                for index, (fd, _) in enumerate(events):
-                    if self._owner is not me:  # replaced: re-arm the rest for the new poller
-                        self._rearm(events[index:])
-                        break
-                    if fd == wake:
+                for fd, _ in self._epoll.poll(self._sweep_every, 1):
+                    if self._owner is not me:  # replaced meanwhile: re-arm it for the new one
+                        self._rearm(fd)
+                    elif fd == wake:
                         self._drain_wake()
-                        continue
-                    connection = self._registered.get(fd)
-                    if connection is not None and \
+                    elif (connection := self._registered.get(fd)) is not None and \
                             self._parked.pop(connection, None) is not None:
                         self._serve(connection, me)
                 now = time.monotonic()
@@ -155,12 +151,11 @@ class Poller:
         finally:
             self._pollers.discard(me)
 
-    def _rearm(self, events: list[tuple[int, int]]) -> None:
-        for fd, _ in events:
-            connection = self._registered.get(fd)
-            if connection is not None and connection in self._parked:
-                with contextlib.suppress(OSError):
-                    self._epoll.modify(fd, _ARMED)
+    def _rearm(self, fd: int) -> None:
+        connection = self._registered.get(fd)
+        if connection is not None and connection in self._parked:
+            with contextlib.suppress(OSError):
+                self._epoll.modify(fd, _ARMED)
 
     def _serve(self, connection: Connection, me: threading.Thread) -> None:
         self._busy_since = time.monotonic()
