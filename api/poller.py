@@ -13,12 +13,21 @@ refusal that must read on are *handed off*: from then on the connection has a th
 up the rest: a monitor looks every `patience` seconds, and a poller busy with one request for
 longer than that is replaced by a new polling thread at once. The old one finishes its request
 (a runaway's caller had its 504 from the watchdog already), parks its connection and ends.
+
+Having answered a request, the poller *spins* for `spin` seconds (KG_POLL_SPIN_US) before it
+sleeps: it asks epoll without waiting, yielding the core to any other runnable process between
+looks. A client that sends its next request within that time has it read at once; a thread
+that sleeps instead takes ~50–100 µs to wake on this machine's virtual cores, with its caches
+cold (docs/benchmarks/sparql.md, "Spinning before sleeping"). It spins only while `quiet()`
+says no connection has a thread of its own: those threads need the interpreter lock, which a
+spinning poller would keep from them for up to its switch interval.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import select
 import socket
 import threading
@@ -59,9 +68,12 @@ class Poller:
     def __init__(self, *, idle_seconds: float,
                  hand_off: Callable[[Connection, Callable[[], bool]], None],
                  forget: Callable[[Connection], None],
-                 patience: float = PATIENCE_SECONDS) -> None:
+                 patience: float = PATIENCE_SECONDS, spin: float = 0.0,
+                 quiet: Callable[[], bool] = lambda: True) -> None:
         self._idle, self._hand_off, self._forget = idle_seconds, hand_off, forget
         self._patience = patience
+        self._spin, self._quiet = spin, quiet
+        self.caught = 0  # requests found while spinning (tests/test_poller_unit.py)
         self._sweep_every = min(_SWEEP_SECONDS, idle_seconds / 4)
         assert _EPOLL is not None, "the poller needs epoll (polling_available())"
         self._epoll = _EPOLL()
@@ -130,11 +142,15 @@ class Poller:
         me = threading.current_thread()
         wake = self._wake_in.fileno()
         next_sweep = time.monotonic() + self._sweep_every
+        poll = self._epoll.poll
+        served = False
         try:
             while self._owner is me:
+                events = self._spun() if served and self._spin > 0 else None
+                served = False
                 # One at a time: a socket taken from the kernel in a batch would wait, disarmed,
                 # behind a long request of this thread, even after a new poller took over.
-                for fd, _ in self._epoll.poll(self._sweep_every, 1):
+                for fd, _ in events or poll(self._sweep_every, 1):
                     if self._owner is not me:  # replaced meanwhile: re-arm it for the new one
                         self._rearm(fd)
                     elif fd == wake:
@@ -142,6 +158,7 @@ class Poller:
                     elif (connection := self._registered.get(fd)) is not None and \
                             self._parked.pop(connection, None) is not None:
                         self._serve(connection, me)
+                        served = True
                 now = time.monotonic()
                 if now >= next_sweep or (self._closing_at is not None
                                          and now >= self._closing_at):
@@ -150,6 +167,20 @@ class Poller:
                         return
         finally:
             self._pollers.discard(me)
+
+    def _spun(self) -> list[tuple[int, int]] | None:
+        """Look for the next event without sleeping for up to `spin` s (module docstring)."""
+        if not self._quiet():
+            return None
+        poll, clock, pause = self._epoll.poll, time.perf_counter, os.sched_yield
+        until = clock() + self._spin
+        while clock() < until:
+            events: list[tuple[int, int]] = poll(0, 1)
+            if events:
+                self.caught += 1
+                return events
+            pause()
+        return None
 
     def _rearm(self, fd: int) -> None:
         connection = self._registered.get(fd)

@@ -69,6 +69,7 @@ class HttpServer:
         # Every open connection, with its own thread once it has one (None: parked in the
         # poller, which answers its queries).
         self._connections: dict[Connection, threading.Thread | None] = {}
+        self._threaded = 0  # how many of them have a thread
         self._lock = threading.Lock()
         # The runaway budget (api/budget.py) sees every request first.
         self._shortcut: Shortcut = partial(fast_path(app).answer_here, gate=gate)
@@ -78,7 +79,8 @@ class HttpServer:
         self._app_slots = threading.BoundedSemaphore(settings.threads)
         self._lane = Lane()
         self._poller = Poller(idle_seconds=settings.keep_alive_timeout, hand_off=self._hand_off,
-                              forget=self._forget) if polling_available() else None
+                              forget=self._forget, spin=settings.poll_spin_us / 1e6,
+                              quiet=self._quiet) if polling_available() else None
 
     @property
     def address(self) -> tuple[str, int]:
@@ -131,6 +133,8 @@ class HttpServer:
         thread = threading.Thread(target=self._serve, args=(connection, then), name="kg-http",
                                   daemon=True)
         with self._lock:
+            if self._connections.get(connection) is None:
+                self._threaded += 1
             self._connections[connection] = thread
         thread.start()
 
@@ -144,7 +148,12 @@ class HttpServer:
 
     def _forget(self, connection: Connection) -> None:
         with self._lock:
-            self._connections.pop(connection, None)
+            if self._connections.pop(connection, None) is not None:
+                self._threaded -= 1
+
+    def _quiet(self) -> bool:
+        """No connection has a thread of its own (the poller may spin, api/poller.py)."""
+        return self._threaded == 0
 
     def stop(self) -> None:
         """Stop accepting; tell every connection to close after its request in flight."""

@@ -133,3 +133,28 @@ def test_close_at_closes_every_parked_connection_and_ends_the_pollers() -> None:
     for line in lines:
         assert line.closed.wait(10)
     _wait(lambda: not polling.threads, "the pollers to end")
+
+
+def _two_requests(polling: Poller) -> None:
+    """One request, then the next as soon as the first is answered."""
+    line = _park(polling, _Line(lambda _: True))
+    line.client.sendall(b"x")
+    _wait(lambda: len(line.served_by) == 1, "the first answer")
+    line.client.sendall(b"y")
+    _wait(lambda: len(line.served_by) == 2, "the second answer")
+
+
+@pytest.mark.parametrize(("spin", "quiet", "caught"), [
+    (30.0, True, 1),  # the next request came while it spun: read without a sleep
+    (0.0, True, 0),  # KG_POLL_SPIN_US=0: it sleeps at once
+    (30.0, False, 0),  # a connection has a thread of its own: no spinning
+])
+def test_the_poller_spins_for_the_next_request_only_when_asked_and_quiet(
+        spin: float, quiet: bool, caught: int) -> None:
+    polling = Poller(idle_seconds=60, hand_off=lambda c, then: None, forget=lambda c: None,
+                     spin=spin, quiet=lambda: quiet)
+    try:
+        _two_requests(polling)
+        assert polling.caught == caught
+    finally:
+        polling.close_at(time.monotonic())
