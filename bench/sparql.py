@@ -9,6 +9,8 @@ servers taking turns within a repeat (issue 17's targets):
 - point-query latency p50 over HTTP vs the same query in process (<= 0.3 ms above), on an
   on-disk store as the server's (RocksDB answers a point query ~17 µs slower than pyoxigraph's
   in-memory store; that is the store's, not HTTP's): the in-memory store's p50 is a column;
+  the same against a second `jido-kg serve` whose poller sleeps at once (`KG_POLL_SPIN_US=0`,
+  informational: what spinning before sleeping buys, docs/sparql.md "The HTTP server");
 - small-query throughput with 8 concurrent clients (>= 0.6x Oxigraph's server, goal 0.8x):
   8 threads of this process, as the target was first measured, and 8 client processes
   (informational: threads share one interpreter lock, which caps what they can ask for),
@@ -245,21 +247,30 @@ def _row(metric: str, values: list[float], unit: str, target: str, ok: bool | No
 
 
 def _serve_both(root: Path, data: Path) -> tuple[ServerProcess, subprocess.Popen[bytes], str]:
-    # A prompt store flush, so the load below is flushed and compacted before measuring
-    # (Oxigraph's server is loaded offline, and starts with settled files too).
-    jido = start_server(root / "jido", env={"KG_TOKENS": '{"bench": "admin"}',
-                                            "KG_STORE_FLUSH_INTERVAL": "1",
-                                            "KG_EMBEDDER": "none"}, timeout=600)
+    jido = _jido(root / "jido", data)
     ox_process, ox_url = oxigraph(root / "oxigraph", data)
-    load = http.client.HTTPConnection("127.0.0.1", jido.port, timeout=600)
-    with open(data, "rb") as body:
-        load.request("PUT", "/store?default", body=body,
-                     headers={"Content-Type": "application/n-triples",
-                              "Authorization": "Bearer bench"})
-        assert load.getresponse().status in (201, 204)
     for pid in (jido.pid, ox_process.pid):
         settle(pid)
     return jido, ox_process, ox_url
+
+
+def _jido(store: Path, data: Path, **env: str) -> ServerProcess:
+    """A `jido-kg serve` on a new store holding `data` (not yet settled)."""
+    # A prompt store flush, so the load below is flushed and compacted before measuring
+    # (Oxigraph's server is loaded offline, and starts with settled files too).
+    jido = start_server(store, env={"KG_TOKENS": '{"bench": "admin"}',
+                                    "KG_STORE_FLUSH_INTERVAL": "1", "KG_EMBEDDER": "none",
+                                    **env}, timeout=600)
+    load = http.client.HTTPConnection("127.0.0.1", jido.port, timeout=600)
+    try:
+        with open(data, "rb") as body:
+            load.request("PUT", "/store?default", body=body,
+                         headers={"Content-Type": "application/n-triples",
+                                  "Authorization": "Bearer bench"})
+            assert load.getresponse().status in (201, 204)
+    finally:
+        load.close()  # a connection with a thread of its own would keep the poller from spinning
+    return jido
 
 
 def run(repeats: int = 5, *, quick: bool = False) -> list[dict[str, object]]:
@@ -277,7 +288,13 @@ def run(repeats: int = 5, *, quick: bool = False) -> list[dict[str, object]]:
                     memory = pyoxigraph.Store()
                     for store in (local, memory):
                         store.bulk_load(path=str(data), format=pyoxigraph.RdfFormat.N_TRIPLES)
-                    rows += _measure((local, memory), jido.url, ox_url, repeats)
+                    sleeper = _jido(root / "jido-no-spin", data, KG_POLL_SPIN_US="0")
+                    try:
+                        settle(sleeper.pid)
+                        rows += _measure((local, memory), (jido.url, sleeper.url), ox_url,
+                                         repeats)
+                    finally:
+                        sleeper.stop()
                 else:
                     rows += _measure_huge((jido.url, jido.pid), (ox_url, ox_process.pid))
             finally:
@@ -287,12 +304,15 @@ def run(repeats: int = 5, *, quick: bool = False) -> list[dict[str, object]]:
     return rows
 
 
-def _measure(stores: tuple[pyoxigraph.Store, pyoxigraph.Store], jido: str, ox: str,
-             repeats: int) -> list[dict[str, object]]:
-    """The 100,000-triple scenarios; `stores`: in process, on disk and in memory."""
+def _measure(stores: tuple[pyoxigraph.Store, pyoxigraph.Store], servers: tuple[str, str],
+             ox: str, repeats: int) -> list[dict[str, object]]:
+    """The 100,000-triple scenarios; `stores`: in process, on disk and in memory; `servers`:
+    ours, and ours with `KG_POLL_SPIN_US=0`."""
     local, memory = stores
+    jido, sleeper = servers
     f: dict[str, list[float]] = {k: [] for k in (
-        "overhead", "jido_p50", "local_p50", "memory_p50", "ox_p50", "ratio_tp", "jido_tp",
+        "overhead", "jido_p50", "local_p50", "memory_p50", "ox_p50", "sleeper_overhead",
+        "sleeper_p50", "ratio_tp", "jido_tp",
         "ox_tp",
         "ratio_tpp", "jido_tpp", "ox_tpp", "ratio_tpv", "jido_tpv", "ox_tpv",
         "ratio_rows", "jido_rows", "ox_rows", "jido_first", "ox_first")}
@@ -304,7 +324,10 @@ def _measure(stores: tuple[pyoxigraph.Store, pyoxigraph.Store], jido: str, ox: s
         f["jido_p50"].append(statistics.median(latencies(getter(jido, "/sparql"),
                                                          LATENCY_N)) * 1000)
         f["ox_p50"].append(statistics.median(latencies(getter(ox, "/query"), LATENCY_N)) * 1000)
+        f["sleeper_p50"].append(statistics.median(latencies(getter(sleeper, "/sparql"),
+                                                            LATENCY_N)) * 1000)
         f["overhead"].append(f["jido_p50"][-1] - f["local_p50"][-1])
+        f["sleeper_overhead"].append(f["sleeper_p50"][-1] - f["local_p50"][-1])
         f["jido_tp"].append(throughput(jido, "/sparql"))
         f["ox_tp"].append(throughput(ox, "/query"))
         f["ratio_tp"].append(f["jido_tp"][-1] / f["ox_tp"][-1])
@@ -325,6 +348,9 @@ def _measure(stores: tuple[pyoxigraph.Store, pyoxigraph.Store], jido: str, ox: s
              med["overhead"] <= 0.3, jido_p50_ms=med["jido_p50"],
              in_process_p50_ms=med["local_p50"], in_memory_p50_ms=med["memory_p50"],
              oxigraph_p50_ms=med["ox_p50"]),
+        _row("point query p50 overhead vs in-process, poller not spinning (KG_POLL_SPIN_US=0)",
+             f["sleeper_overhead"], "ms", "informational", None, jido_p50_ms=med["sleeper_p50"],
+             in_process_p50_ms=med["local_p50"], oxigraph_p50_ms=med["ox_p50"]),
         _row("small query throughput, 8 clients, vs Oxigraph server", f["ratio_tp"], "x",
              ">= 0.6x (goal 0.8x)", med["ratio_tp"] >= 0.6,
              jido_qps=med["jido_tp"], oxigraph_qps=med["ox_tp"]),
