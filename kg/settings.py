@@ -34,7 +34,8 @@ class Settings(BaseSettings):
     )
     max_connections: int = Field(
         default=256, ge=1, le=4096,
-        description="Client connections served at once, one thread each; more get 503.",
+        description="Client connections served at once (idle ones wait in one poller, "
+        "busy ones not answered by it have a thread each); more get 503.",
     )
     keep_alive_timeout: float = Field(
         default=60.0, gt=0, le=3600,
