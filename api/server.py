@@ -151,6 +151,11 @@ class HttpServer:
             if self._connections.pop(connection, None) is not None:
                 self._threaded -= 1
 
+    @property
+    def threaded(self) -> int:
+        """How many connections have a thread of their own (the poller spins while none has)."""
+        return self._threaded
+
     def _quiet(self) -> bool:
         """No connection has a thread of its own (the poller may spin, api/poller.py)."""
         return self._threaded == 0

@@ -13,6 +13,10 @@ import threading
 import time
 from urllib.parse import quote
 
+from flask import Flask
+
+from api.server import HttpServer, bind
+from kg.settings import MEMORY_STORE, Settings
 from tests.conftest import RunningServer
 from tests.test_http_server import _read_response
 
@@ -79,3 +83,34 @@ def test_a_request_for_the_app_moves_the_connection_to_a_thread_in_order(
         answers = [_read_response(sock, buffer) for _ in range(4)]
     assert [a[0] for a in answers] == [200, 200, 200, 200]
     assert [json.loads(a[2]).get("boolean") for a in answers] == [True, False, None, True]
+
+
+def test_the_server_counts_connections_with_threads_for_the_poller_to_spin(app: Flask) -> None:
+    listener = bind("127.0.0.1", 0)
+    server = HttpServer(Settings(store=MEMORY_STORE), listener, app=app)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    port = server.address[1]
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as parked:
+            buffer = bytearray()
+            parked.sendall(_get("/sparql", "ASK {}"))  # the poller's: no thread
+            assert _read_response(parked, buffer)[0] == 200
+            assert server.threaded == 0
+            with socket.create_connection(("127.0.0.1", port), timeout=30) as moved:
+                form = f"query={quote('ASK {}')}".encode()
+                moved.sendall(b"POST /sparql HTTP/1.1\r\nHost: x\r\nContent-Type: application/"
+                              b"x-www-form-urlencoded\r\n"
+                              + f"Content-Length: {len(form)}\r\n\r\n".encode() + form)
+                assert _read_response(moved, bytearray())[0] == 200
+                assert server.threaded == 1  # the app's request gave it a thread
+            deadline = time.monotonic() + 10
+            while server.threaded:  # its thread ends once the client has closed
+                assert time.monotonic() < deadline, "the closed connection's thread was counted"
+                time.sleep(0.01)
+            parked.sendall(_get("/sparql", "ASK {}"))
+            assert _read_response(parked, buffer)[0] == 200
+    finally:
+        server.stop()
+        server.drain(5)
+        serving.join(timeout=10)
