@@ -12,7 +12,7 @@ and after-request hooks. A large result streams (api.stream) as it is serialised
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from functools import lru_cache, partial
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from flask import Flask
@@ -55,7 +55,7 @@ _PLAN_CACHE_QUERY_BYTES = 4096
 class _Prepared:
     """A fast-path request's plan and what answering it needs, made once per request key.
 
-    A plain slotted class: a frozen dataclass costs ~4 µs more to make, once per new query.
+    A plain slotted class: a frozen dataclass takes 0.8 µs to make, this 0.2, once per new query.
     """
 
     __slots__ = ("_heads", "caller", "gzip", "media_type", "options", "plan")
@@ -74,14 +74,10 @@ class _Prepared:
         try:
             return self._heads[output.kind]
         except KeyError:
-            head = _header_lines(self.media_type(output))
+            head = (f"Content-Type: {self.media_type(output)}; charset=utf-8\r\n"
+                    "Vary: Accept\r\n").encode("latin-1")
             self._heads[output.kind] = head
             return head
-
-
-@lru_cache(maxsize=64)
-def _header_lines(media_type: str) -> bytes:
-    return f"Content-Type: {media_type}; charset=utf-8\r\nVary: Accept\r\n".encode("latin-1")
 
 
 class QueryFastPath:
@@ -91,7 +87,6 @@ class QueryFastPath:
                  runner: QueryExecutor) -> None:
         self.app, self.inner, self.settings, self.runner = app, inner, settings, runner
         self._plans: dict[tuple[str, ...], QueryPlan | None] = {}
-        self._endpoints: dict[tuple[str | None, ...], str] = {}
         self._prepared: dict[tuple[bytes | tuple[bytes, bytes], ...], _Prepared | None] = {}
 
     def __call__(self, environ: WSGIEnvironment,
@@ -239,18 +234,8 @@ class QueryFastPath:
         base = self.settings.base_url.rstrip("/")
         if base:
             return f"{base}{path}"
-        # What get_host reads, as the key: the host check costs ~5 µs per new query.
-        key = (environ["wsgi.url_scheme"], environ.get("HTTP_HOST"),
-               environ.get("SERVER_NAME"), environ.get("SERVER_PORT"), path)
-        try:
-            return self._endpoints[key]
-        except KeyError:
-            pass
         host = get_host(environ, trusted_hosts=self.app.config.get("TRUSTED_HOSTS"))
-        if len(self._endpoints) >= _PLAN_CACHE_SIZE:
-            self._endpoints.clear()
-        url = self._endpoints[key] = current_url(environ["wsgi.url_scheme"], host, "", path)
-        return url
+        return current_url(environ["wsgi.url_scheme"], host, "", path)
 
     def _finish(self, environ: WSGIEnvironment, start_response: StartResponse, *,
                 error: Exception | None = None,
